@@ -1,0 +1,5 @@
+import sys
+
+from netcfg.cli import main
+
+sys.exit(main())

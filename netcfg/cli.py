@@ -1,0 +1,201 @@
+"""The `netcfg` command line.
+
+Every failure the operator can cause ends in a message and a documented exit
+code, never a traceback (``--debug`` shows one for internal errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from typing import Any, Sequence
+
+from netcfg import __version__
+from netcfg.compile import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config, read_stdin, render_config
+from netcfg.compile.model import Model
+from netcfg.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid, NetcfgError,
+                           UsageError)
+
+EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in netcfg, not in the config
+
+EPILOG = """\
+examples:
+  netcfg check                          validate /etc/netcfg/*.tmpl
+  netcfg render -c templates/examples   print the rendered stanzas
+  netcfg plan -c site/ --set vlans=100  what apply would do, batch by batch
+  netcfg plan --json | jq .lowering     what lightweight lowering saved
+  netcfg syntax-help bridge-vids        one attribute, from the schema
+
+exit codes:
+  0  success
+  1  the config is invalid (every error is listed as FILE:LINE: error: MESSAGE)
+  2  usage error (bad command line)
+  3  apply failed and was reverted
+  4  apply failed and the revert failed too
+  70 internal error (a bug: please report it with --debug output)
+"""
+
+
+def _config_options() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-c", "--config", metavar="PATH",
+                        default=os.environ.get("NETCFG_CONFIG", DEFAULT_CONFIG),
+                        help="config directory (its *.tmpl), a single file, a .json model, or - "
+                             "for stdin (default: $NETCFG_CONFIG or /etc/netcfg)")
+    common.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                        help="template variable (VALUE is parsed as JSON when it can be); "
+                             "overrides vars.json; repeatable")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="netcfg", description="Declarative network configuration for multi-tenant hosts.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"netcfg {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    config = _config_options()
+
+    p = sub.add_parser("render", parents=[config], help="print the rendered stanzas")
+    p.set_defaults(run=cmd_render)
+
+    p = sub.add_parser("check", parents=[config], help="validate the config")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser("plan", parents=[config],
+                       help="show the operations apply would run, in batches")
+    p.add_argument("--lower", choices=("auto", "off"), default="auto",
+                   help="lightweight lowering (default auto; files can say "
+                        "'# netcfg: lower=off')")
+    p.add_argument("--current", metavar="FILE",
+                   help="current state as a JSON model (default: empty)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the plan as JSON")
+    out.add_argument("--dot", action="store_true", help="print the dependency graph for graphviz")
+    p.set_defaults(run=cmd_plan)
+
+    p = sub.add_parser("syntax-help", help="describe attributes (from the schemas)")
+    p.add_argument("attribute", nargs="?", help="one attribute; default: all, by kind")
+    p.set_defaults(run=cmd_syntax_help)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the JSON model form")
+    p.set_defaults(run=cmd_schema)
+    return parser
+
+
+def config_source(args: argparse.Namespace) -> ConfigSource:
+    variables: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--set expects KEY=VALUE with KEY a Python identifier, got '{item}'")
+        try:
+            variables[key] = json.loads(value)
+        except json.JSONDecodeError:
+            variables[key] = value
+    stdin_text = read_stdin() if args.config == STDIN else None
+    return ConfigSource(path=args.config, variables=variables, stdin_text=stdin_text)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    for source in render_config(config_source(args)):
+        sys.stdout.write(source.text if source.text.endswith("\n") or not source.text
+                         else source.text + "\n")
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    compiled = compile_config(config_source(args))
+    model = compiled.model
+    summary = {
+        "ok": True,
+        "interfaces": len(model.interfaces),
+        "namespaces": len(model.netns_names()) - 1,
+        "volumes": len(model.volumes),
+        "targets": len(model.targets),
+    }
+    for warning in compiled.warnings:
+        print(warning.format(), file=sys.stderr)
+    if args.json:
+        summary["warnings"] = [w.to_json() for w in compiled.warnings]
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"ok: {summary['interfaces']} interfaces in {summary['namespaces'] + 1} namespaces, "
+              f"{summary['volumes']} volumes, {summary['targets']} targets")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from netcfg.plan import make_plan
+
+    compiled = compile_config(config_source(args))
+    current = Model()
+    if args.current:
+        current = compile_config(ConfigSource(path=args.current)).model
+    plan = make_plan(compiled.model, current, lower_enabled=args.lower == "auto")
+    if args.json:
+        print(json.dumps(plan.to_json(), indent=2))
+    elif args.dot:
+        print(plan.to_dot())
+    else:
+        print(plan.to_text(), end="")
+    return EXIT_OK
+
+
+def cmd_syntax_help(args: argparse.Namespace) -> int:
+    from netcfg.syntax_help import describe_all, describe_attribute
+
+    if args.attribute:
+        print(describe_attribute(args.attribute))
+    else:
+        print(describe_all())
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from netcfg.schema import document_schema
+
+    print(json.dumps(document_schema(), indent=2))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse has printed its message
+        return EXIT_USAGE if e.code not in (0, None) else EXIT_OK
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.run(args)
+    except ConfigInvalid as e:
+        for diagnostic in e.diagnostics:
+            print(diagnostic.format(), file=sys.stderr)
+        errors = sum(1 for d in e.diagnostics if d.severity == "error")
+        print(f"netcfg: {errors} error{'s' if errors != 1 else ''}; nothing was changed",
+              file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    except NetcfgError as e:
+        print(f"netcfg: {e}", file=sys.stderr)
+        return e.exit_code
+    except BrokenPipeError:
+        return EXIT_OK  # `netcfg plan | head` is fine
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001 - the last line of defence for the operator
+        if args.debug:
+            traceback.print_exc()
+        print(f"netcfg: internal error: {type(e).__name__}: {e} (run with --debug for a "
+              f"traceback, and please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

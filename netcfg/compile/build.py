@@ -1,0 +1,232 @@
+"""Stanzas -> model objects: merge, infer kinds, type and check attribute values.
+
+ifupdown2 merges every stanza that names the same interface (``iface br0 inet
+static`` plus ``iface br0 inet6 static``); we do the same, keyed by namespace
+and name. Then each interface's kind is inferred from what was written
+(``link-type``, a defining attribute such as ``bridge-ports``, or the name
+itself: ``lo``, ``swp1.100``), and every attribute is checked against the
+schemas of that kind and its traits. Errors are collected, not raised, so one
+run reports them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from netcfg.compile.location import SourceLocation
+from netcfg.compile.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
+from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
+from netcfg.compile.unsupported import explain
+from netcfg.compile.values import parse_value
+from netcfg.errors import Report, did_you_mean
+from netcfg.kinds import registry
+from netcfg.schema import AttributeSpec, group_attributes, value_checker
+
+# Consumed by the builder itself rather than stored as attributes.
+PLACEMENT_ATTRIBUTE = "netns"
+KIND_ATTRIBUTE = "link-type"
+IFNAMSIZ = 15  # usable bytes of an interface name (IFNAMSIZ - 1)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """All stanzas written for one object, before typing."""
+
+    section: str
+    name: str
+    netns: str
+    loc: SourceLocation
+    raws: list[RawAttribute] = field(default_factory=list)
+    methods: dict[str, tuple[str, SourceLocation]] = field(default_factory=dict)
+
+
+def build_objects(parsed: ParsedConfig, report: Report) -> Model:
+    """Typed objects from parsed stanzas; cross-object checks come later
+    (netcfg.compile.validate.finish_model)."""
+    model = Model(lower_off_files=set(parsed.lower_off_files))
+    pending: dict[tuple[str, str, str], _Pending] = {}
+    for stanza in parsed.stanzas:
+        _merge(stanza, pending, report)
+    builder = _ObjectBuilder(report)
+    for p in pending.values():
+        obj = builder.build(p)
+        if obj is not None:
+            model.section(obj.section)[obj.key if obj.section == IFACE else obj.name] = obj
+    _mark_auto(parsed, model, report)
+    return model
+
+
+def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
+    netns = ROOT_NETNS
+    attributes = stanza.attributes
+    if stanza.keyword == IFACE:
+        # The namespace is part of the interface's identity, so it is taken out
+        # before merging: `iface eth0` in two namespaces are two interfaces.
+        placements = [a for a in attributes if a.name == PLACEMENT_ATTRIBUTE]
+        if placements:
+            netns = placements[-1].value
+            if len({a.value for a in placements}) > 1:
+                report.error(placements[-1].loc, f"{stanza.name}: netns is given twice with "
+                             f"different values ({placements[0].value}, {netns})", "netns")
+            attributes = [a for a in attributes if a.name != PLACEMENT_ATTRIBUTE]
+            for message in value_checker("common", "netns")(netns):
+                report.error(placements[-1].loc, f"{stanza.name}: netns: {message}", "netns")
+    key = (stanza.keyword, netns, stanza.name)
+    p = pending.get(key)
+    if p is None:
+        p = pending[key] = _Pending(stanza.keyword, stanza.name, netns, stanza.loc)
+    p.raws.extend(attributes)
+    if stanza.family:
+        earlier = p.methods.get(stanza.family)
+        if earlier and stanza.method and earlier[0] and earlier[0] != stanza.method:
+            report.error(stanza.loc, f"{stanza.name}: {stanza.family} method {stanza.method} "
+                         f"contradicts {earlier[0]} at {earlier[1]}", stanza.family)
+        if stanza.method or not earlier:
+            p.methods[stanza.family] = (stanza.method or "", stanza.loc)
+
+
+class _ObjectBuilder:
+    """Turns one _Pending into a ConfigObject. Holds per-run caches only."""
+
+    def __init__(self, report: Report):
+        self.report = report
+        self.by_link_type = registry.kinds_by_link_type()
+        self.by_attribute = registry.kinds_by_defining_attribute()
+        self.owner = registry.attribute_owner()
+        # Attribute specs allowed for each kind: {kind: {attr: spec}}.
+        self.allowed: dict[str, dict[str, AttributeSpec]] = {}
+        for kind in registry.kinds():
+            specs: dict[str, AttributeSpec] = {}
+            for group in kind.attribute_groups():
+                specs.update(group_attributes(group))
+            self.allowed[kind.name] = specs
+        # Generated configs repeat values (`mtu 9000`, `bridge-stp no`) thousands
+        # of times; each distinct (attribute, text) is parsed and checked once.
+        self.scalar_cache: dict[tuple[str, str, str], object] = {}
+
+    def build(self, p: _Pending) -> ConfigObject | None:
+        kind_name = self._infer_kind(p) if p.section == IFACE else p.section
+        if kind_name is None:
+            return None
+        obj = ConfigObject(section=p.section, name=p.name, kind=kind_name, netns=p.netns, loc=p.loc)
+        if p.section == IFACE:
+            self._check_ifname(obj)
+        for family, (method, loc) in p.methods.items():
+            obj.attrs[family] = method or "manual"
+            obj.locs[family] = loc
+        specs = self.allowed[kind_name]
+        for raw in p.raws:
+            if raw.name == KIND_ATTRIBUTE and p.section == IFACE:
+                continue  # consumed by kind inference
+            if p.section == TARGET and raw.name == PLACEMENT_ATTRIBUTE:
+                obj.netns = raw.value
+                obj.locs[raw.name] = raw.loc
+                continue
+            spec = specs.get(raw.name)
+            if spec is None:
+                self._unknown_attribute(obj, raw, specs)
+                continue
+            self._add_value(obj, spec, raw)
+        return obj
+
+    def _infer_kind(self, p: _Pending) -> str | None:
+        found: dict[str, str] = {}  # kind -> the attribute that selected it
+        for raw in p.raws:
+            if raw.name == KIND_ATTRIBUTE:
+                kind = self.by_link_type.get(raw.value)
+                if kind is None:
+                    self.report.error(raw.loc, f"{p.name}: link-type {raw.value} is not one of "
+                                      f"{', '.join(sorted(self.by_link_type))}", KIND_ATTRIBUTE)
+                    return None
+                found.setdefault(kind.name, f"link-type {raw.value}")
+            else:
+                kind = self.by_attribute.get(raw.name)
+                if kind is not None:
+                    found.setdefault(kind.name, raw.name)
+        if any(method == "loopback" for method, _ in p.methods.values()):
+            found.setdefault("loopback", "method loopback")
+        if len(found) > 1:
+            (k1, a1), (k2, a2) = sorted(found.items())[:2]
+            self.report.error(p.loc, f"{p.name}: {a1} makes it a {k1} but {a2} makes it a {k2}; "
+                              f"an interface has one kind", a2.split()[0])
+            return None
+        if found:
+            return next(iter(found))
+        claimed = registry.kind_claiming_name(p.name)
+        return claimed.name if claimed else "physical"
+
+    def _check_ifname(self, obj: ConfigObject) -> None:
+        name = obj.name
+        if len(name.encode()) > IFNAMSIZ or "/" in name or name in (".", "..") or not name:
+            self.report.error(obj.loc, f"{name}: not a valid interface name (at most {IFNAMSIZ} "
+                              f"bytes, no '/', not '.' or '..')")
+
+    def _unknown_attribute(self, obj: ConfigObject, raw: RawAttribute,
+                           specs: dict[str, AttributeSpec]) -> None:
+        owner = self.owner.get(raw.name)
+        if owner is not None and (raw.name != PLACEMENT_ATTRIBUTE):
+            self.report.error(raw.loc, f"{obj.label()}: {raw.name} applies to {owner} "
+                              f"{'interfaces' if obj.section == IFACE else 'stanzas'}, and "
+                              f"{obj.name} is a {obj.kind}", raw.name)
+            return
+        reason = explain(raw.name)
+        if reason:
+            self.report.error(raw.loc, f"{obj.label()}: {raw.name} is not supported: {reason}",
+                              raw.name)
+            return
+        # Suggest from every attribute: a misspelt defining attribute
+        # (bridge-prots) leaves the kind undecided, so the kind's own list
+        # would not contain the word meant.
+        self.report.error(raw.loc, f"{obj.label()}: unknown attribute '{raw.name}'"
+                          f"{did_you_mean(raw.name, self.owner)}", raw.name)
+
+    def _add_value(self, obj: ConfigObject, spec: AttributeSpec, raw: RawAttribute) -> None:
+        name = spec.name
+        cache_key = (spec.group, name, raw.value)
+        value = self.scalar_cache.get(cache_key) if spec.type != "array" else None
+        if value is None:
+            try:
+                value = parse_value(spec, raw.value)
+                messages = value_checker(spec.group, name)(value)
+            except ValueError as e:
+                messages = [str(e)]
+            if messages:
+                self.report.error(raw.loc, f"{obj.label()}: {name}: {messages[0]}", name)
+                # Remember it was written, so kinds do not also say it is missing.
+                obj.locs.setdefault(name, raw.loc)
+                return
+            if spec.type != "array":
+                self.scalar_cache[cache_key] = value
+        if name in obj.attrs:
+            if spec.repeatable:
+                obj.attrs[name] = obj.attrs[name] + value
+                return
+            self.report.error(raw.loc, f"{obj.label()}: {name} is given twice (first at "
+                              f"{obj.locs[name]}); write it once" +
+                              (", listing all values on one line" if spec.type == "array" else ""),
+                              name)
+            return
+        obj.attrs[name] = value
+        obj.locs[name] = raw.loc
+
+
+def _mark_auto(parsed: ParsedConfig, model: Model, report: Report) -> None:
+    """`auto NAME` brings up every interface called NAME, in any namespace.
+
+    A name on an auto line with no stanza is an interface that needs no
+    configuration (``auto lo``, a physical port): it is added as implied.
+    """
+    by_name: dict[str, list[ConfigObject]] = {}
+    for obj in model.interfaces.values():
+        by_name.setdefault(obj.name, []).append(obj)
+    for name, loc in parsed.auto.items():
+        objs = by_name.get(name)
+        if objs:
+            for obj in objs:
+                obj.auto = True
+            continue
+        claimed = registry.kind_claiming_name(name)
+        obj = ConfigObject(section=IFACE, name=name, kind=claimed.name if claimed else "physical",
+                           loc=loc, auto=True, implicit=True)
+        model.interfaces[obj.key] = obj
+

@@ -1,0 +1,134 @@
+"""The JSON form of the model (schemas/netcfg.schema.json), both ways.
+
+``netcfg show -o json`` prints it and every command that takes a config
+accepts it, so state can be saved, edited and fed back. Input goes through
+the same per-attribute checks as stanzas; locations point at the line of the
+object's name in the JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from netcfg.compile.location import SourceLocation
+from netcfg.compile.model import IFACE, NETNS, TARGET, VOLUME, ConfigObject, Model
+from netcfg.errors import Report, did_you_mean
+from netcfg.kinds import registry
+from netcfg.schema import group_attributes, value_checker
+
+FORMAT_VERSION = 1
+# Interface members that are not attributes.
+_IFACE_FIELDS = ("name", "kind", "netns", "auto", "inet", "inet6")
+_SECTIONS = {"netns": NETNS, "volumes": VOLUME, "targets": TARGET}
+
+
+def model_to_json(model: Model) -> dict[str, Any]:
+    doc: dict[str, Any] = {"version": FORMAT_VERSION}
+    if model.namespaces:
+        doc["netns"] = {n: dict(o.attrs) for n, o in sorted(model.namespaces.items())}
+    doc["interfaces"] = [_iface_to_json(o) for _, o in sorted(model.interfaces.items())]
+    for key, section in (("volumes", VOLUME), ("targets", TARGET)):
+        objs = model.section(section)
+        if objs:
+            doc[key] = {n: _with_netns(o) for n, o in sorted(objs.items())}
+    return doc
+
+
+def _iface_to_json(obj: ConfigObject) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": obj.name, "kind": obj.kind}
+    if obj.netns:
+        out["netns"] = obj.netns
+    if obj.auto:
+        out["auto"] = True
+    out.update(obj.attrs)
+    return out
+
+
+def _with_netns(obj: ConfigObject) -> dict[str, Any]:
+    out = dict(obj.attrs)
+    if obj.netns:
+        out["netns"] = obj.netns
+    return out
+
+
+def model_from_json(text: str, filename: str, report: Report) -> Model:
+    """Objects from a JSON document; cross-object checks come later."""
+    model = Model()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        report.error(SourceLocation(filename, e.lineno), f"not valid JSON: {e.msg}")
+        return model
+    lines = _NameLines(text, filename)
+    if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
+        report.error(SourceLocation(filename, 1),
+                     f"expected a JSON object with \"version\": {FORMAT_VERSION}")
+        return model
+    unknown = set(doc) - {"version", "interfaces", *_SECTIONS}
+    for key in sorted(unknown):
+        report.error(lines.find(key), f"unknown top-level key '{key}'"
+                     f"{did_you_mean(key, ['interfaces', *_SECTIONS])}", key)
+    for item in doc.get("interfaces", []):
+        obj = _iface_from_json(item, lines, report)
+        if obj is not None:
+            model.interfaces[obj.key] = obj
+    for key, section in _SECTIONS.items():
+        for name, attrs in (doc.get(key) or {}).items():
+            attrs = dict(attrs) if isinstance(attrs, dict) else {}
+            netns = attrs.pop("netns", "") if section == TARGET else ""
+            obj = ConfigObject(section=section, name=name, kind=section, netns=netns,
+                               loc=lines.find(name))
+            _set_attributes(obj, attrs, report)
+            model.section(section)[name] = obj
+    return model
+
+
+def _iface_from_json(item: Any, lines: "_NameLines", report: Report) -> ConfigObject | None:
+    if not isinstance(item, dict) or "name" not in item or "kind" not in item:
+        report.error(lines.find("interfaces"), "each interface needs \"name\" and \"kind\"")
+        return None
+    loc = lines.find(item["name"])
+    kinds = {k.name for k in registry.interface_kinds()}
+    if item["kind"] not in kinds:
+        report.error(loc, f"{item['name']}: kind '{item['kind']}' is not one of "
+                     f"{', '.join(sorted(kinds))}", "kind")
+        return None
+    obj = ConfigObject(section=IFACE, name=item["name"], kind=item["kind"],
+                       netns=item.get("netns", ""), loc=loc, auto=bool(item.get("auto")))
+    for family in ("inet", "inet6"):
+        if family in item:
+            obj.attrs[family] = item[family]
+    _set_attributes(obj, {k: v for k, v in item.items() if k not in _IFACE_FIELDS}, report)
+    return obj
+
+
+def _set_attributes(obj: ConfigObject, attrs: dict[str, Any], report: Report) -> None:
+    specs = {}
+    for group in registry.kind(obj.kind).attribute_groups():
+        specs.update(group_attributes(group))
+    for name, value in attrs.items():
+        spec = specs.get(name)
+        if spec is None:
+            report.error(obj.loc, f"{obj.label()}: unknown attribute '{name}' for a {obj.kind}"
+                         f"{did_you_mean(name, specs)}", name)
+            continue
+        messages = value_checker(spec.group, name)(value)
+        if messages:
+            report.error(obj.loc, f"{obj.label()}: {name}: {messages[0]}", name)
+            continue
+        obj.attrs[name] = value
+        obj.locs[name] = obj.loc
+
+
+class _NameLines:
+    """Finds the line where a JSON string first appears, for locations."""
+
+    def __init__(self, text: str, filename: str):
+        self.text = text
+        self.filename = filename
+
+    def find(self, name: str) -> SourceLocation:
+        at = self.text.find(json.dumps(name))
+        line = self.text.count("\n", 0, at) + 1 if at >= 0 else 1
+        return SourceLocation(self.filename, line)

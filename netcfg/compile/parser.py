@@ -1,0 +1,422 @@
+"""Parse rendered interfaces(5) text, in ifupdown2's dialect, into located stanzas.
+
+The grammar follows ifupdown2 (ifupdown/networkinterfaces.py) so that a file
+written for it parses unchanged: ``auto``/``allow-CLASS`` name lists,
+``iface NAME [FAMILY [METHOD]]`` stanzas whose attribute lines need not be
+indented, ``source``/``source-directory`` includes, ``\\`` continuation lines,
+``_`` equal to ``-`` in attribute names and ``swp[1-4]`` name ranges. The
+netcfg extensions open stanzas the same way: ``volume NAME``, ``target IQN``
+and, at column 0 only, ``netns NAME`` (indented inside an ``iface`` it is that
+interface's namespace attribute).
+
+Nothing is interpreted here beyond names: values stay strings, each with the
+template location it was written at, for the model builder to type-check.
+"""
+
+from __future__ import annotations
+
+import gc
+import glob
+import os
+import re
+from contextlib import contextmanager
+from typing import Callable
+
+from netcfg.compile.location import SourceLocation
+from netcfg.compile.render import RenderedSource
+from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
+from netcfg.errors import ConfigInvalid, Report, did_you_mean
+
+Loader = Callable[[str, SourceLocation], list[RenderedSource]]
+
+FAMILIES = ("inet", "inet6")
+METHODS = ("dhcp", "loopback", "manual", "static")
+# One `[a-b]` range, or a product of them in one name, may not expand to more
+# than this many names: a typo like swp[1-100000] should be an error, not a hang.
+MAX_RANGE = 65536
+# Includes nested deeper than this are surely a loop through symlinks.
+MAX_SOURCE_DEPTH = 32
+
+# ifupdown2's source-directory reads only files named like this (run-parts style),
+# so editor backups and dpkg leftovers in the directory are ignored.
+_SOURCE_DIRECTORY_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
+_RANGE = re.compile(r"\[(\d+)-(\d+)\]")
+# ifupdown2's older glob form: `glob swp1-6.100` is swp1.100 .. swp6.100.
+_GLOB = re.compile(r"^(.*?)(\d+)-(\d+)(.*)$")
+_PRAGMA_VALUES = {"lower=off": True, "lower=auto": False}
+
+
+def expand_names(text: str) -> list[str]:
+    """Interface names in a whitespace-separated list, with ranges expanded.
+
+    ``swp[1-3].100`` gives swp1.100 swp2.100 swp3.100 (bounds inclusive; several
+    ranges in one word give their product, in order); ``glob swp1-3.100`` is
+    ifupdown2's spelling of the same. Raises ValueError saying what is wrong
+    with a range, for the caller to locate.
+    """
+    words = text.split()
+    if "[" not in text and "]" not in text and "glob" not in words and "regex" not in words:
+        return words
+    names: list[str] = []
+    glob_next = False
+    for word in words:
+        if word == "glob":
+            glob_next = True
+            continue
+        if word in ("noglob", "noregex"):
+            continue  # ifupdown2 accepts these as no-ops
+        if word == "regex":
+            raise ValueError(
+                "'regex' port expressions are not supported; list the names, "
+                "or use a range like swp[1-4]"
+            )
+        if glob_next:
+            glob_next = False
+            if "[" not in word:
+                names.extend(_expand_glob(word))
+                continue
+        names.extend(_expand_ranges(word))
+    if glob_next:
+        raise ValueError("'glob' must be followed by a pattern like swp1-4.100")
+    return names
+
+
+def _expand_glob(word: str) -> list[str]:
+    match = _GLOB.match(word)
+    if match is None:
+        raise ValueError(f"bad glob '{word}': expected PREFIX FIRST-LAST SUFFIX, like swp1-4.100")
+    prefix, first, last, suffix = match.groups()
+    return [f"{prefix}{i}{suffix}" for i in _bounds(word, first, last)]
+
+
+def _expand_ranges(word: str) -> list[str]:
+    if "[" not in word and "]" not in word:
+        return [word]
+    pieces = _RANGE.split(word)  # text, first, last, text, first, last, ..., text
+    literal = pieces[::3]
+    if any("[" in p or "]" in p for p in literal):
+        raise ValueError(f"bad range in '{word}': expected NAME[FIRST-LAST], like swp[1-4]")
+    names = [literal[0]]
+    for k in range(1, len(pieces), 3):
+        numbers = _bounds(word, pieces[k], pieces[k + 1])
+        if len(names) * len(numbers) > MAX_RANGE:
+            raise ValueError(f"range '{word}' gives more than {MAX_RANGE} names")
+        suffix = pieces[k + 2]
+        names = [f"{name}{i}{suffix}" for name in names for i in numbers]
+    return names
+
+
+def _bounds(word: str, first: str, last: str) -> range:
+    low, high = int(first), int(last)
+    if low > high:
+        raise ValueError(f"bad range in '{word}': {low} is greater than {high}")
+    if high - low >= MAX_RANGE:
+        raise ValueError(f"range '{word}' gives more than {MAX_RANGE} names")
+    return range(low, high + 1)
+
+
+def parse(sources: list[RenderedSource], load: Loader, report: Report) -> ParsedConfig:
+    """Parse the rendered files, in order, following their includes.
+
+    ``load(pattern, loc)`` renders the files matching a glob (``loc`` is the
+    ``source`` line, for its errors) and returns them sorted; it may raise
+    ConfigInvalid, whose diagnostics are kept and parsing goes on. Every
+    problem found is added to ``report``.
+    """
+    parser = _Parser(load, report)
+    with _pause_gc():
+        for source in sources:
+            parser.parse_source(source)
+    return parser.config
+
+
+@contextmanager
+def _pause_gc():
+    """Hold off the cyclic garbage collector while parsing.
+
+    A large config makes hundreds of thousands of small objects and no cycles;
+    the collector's repeated passes over them cost about 40% of the parse.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _join_continued(line: str, numbered) -> str:
+    """``line`` (ending in a backslash) joined with its continuation lines.
+
+    ifupdown2 joins with one space, whatever the next line holds (even a
+    comment or nothing); the location stays that of the first line.
+    """
+    parts = [line[:-1]]
+    for _, raw in numbered:
+        nxt = raw.strip()
+        if nxt.endswith("\\"):
+            parts.append(nxt[:-1])
+            continue
+        parts.append(nxt)
+        break
+    return " ".join(parts).strip()
+
+
+# Keywords that end the current stanza and are handled by _Parser._keyword();
+# `allow-*` and column-0 `netns` are recognised in the loop.
+_KEYWORDS = frozenset(
+    ("auto", "iface", "source", "source-directory", "volume", "target", "mapping")
+)
+
+
+class _Parser:
+    """State of one parse: what was found, and the chain of files being read."""
+
+    def __init__(self, load: Loader, report: Report):
+        self.load = load
+        self.report = report
+        self.config = ParsedConfig()
+        self.including: list[str] = []  # normalised paths of the files being read
+
+    def parse_source(self, source: RenderedSource) -> None:
+        key = os.path.normpath(os.path.abspath(source.name))
+        self.including.append(key)
+        try:
+            self._parse_lines(source)
+        finally:
+            self.including.pop()
+
+    def _parse_lines(self, source: RenderedSource) -> None:
+        # The hot loop of a compile (200k-line configs exist): str methods only,
+        # and no function call for a plain attribute line beyond building it.
+        lines = source.text.split("\n")
+        origins = source.origins
+        n_origins = len(origins) if origins is not None else 0
+        name = source.name
+        keywords = _KEYWORDS
+        new_tuple = tuple.__new__  # NamedTuple's own __new__ is slow Python code
+        # The Stanza(s) the attribute lines belong to: one per name of an
+        # `iface swp[1-4]`; an empty list swallows the body of a bad stanza
+        # so that one mistake gives one error; None means no stanza is open.
+        current: list[Stanza] | None = None
+        attributes = None  # current[0].attributes when there is exactly one
+        numbered = enumerate(lines, 1)
+        for lineno, raw in numbered:
+            line = raw.strip()
+            if not line:
+                continue
+            if line[0] == "#":
+                if "netcfg" in line:
+                    self._pragma(line, source.location(lineno))
+                continue
+            if line[-1] == "\\":
+                line = _join_continued(line, numbered)
+                if not line:
+                    continue
+            if origins is None:
+                loc = new_tuple(SourceLocation, (name, lineno))
+            elif lineno <= n_origins:
+                loc = origins[lineno - 1]
+            else:
+                loc = source.location(lineno)
+            head, _, rest = line.partition(" ")
+            if "\t" in head:
+                head, _, more = head.partition("\t")
+                rest = f"{more} {rest}"
+            if (
+                head in keywords
+                or head[:6] == "allow-"
+                or (head == "netns" and raw[0] not in " \t")  # column 0 only
+            ):
+                current = self._keyword(head, rest.split(), loc, source)
+                attributes = current[0].attributes if current and len(current) == 1 else None
+                continue
+            attr = head.replace("_", "-") if "_" in head else head
+            if "  " in rest or "\t" in rest:
+                rest = " ".join(rest.split())
+            else:
+                rest = rest.lstrip()
+            if attributes is not None:
+                attributes.append(RawAttribute(attr, rest, loc))
+            elif current:
+                for stanza in current:
+                    stanza.attributes.append(RawAttribute(attr, rest, loc))
+            elif current is None:
+                self.report.error(
+                    loc,
+                    f"attribute '{head}' outside of a stanza: put it after an "
+                    "'iface NAME' line (or another stanza keyword)",
+                    attr,
+                )
+
+    def _keyword(
+        self, keyword: str, words: list[str], loc: SourceLocation, source: RenderedSource
+    ) -> list[Stanza] | None:
+        """Handle a keyword line; return the stanzas its following lines belong to."""
+        if keyword == "iface":
+            return self._iface(words, loc)
+        if keyword in ("netns", "volume", "target"):
+            return self._named_stanza(keyword, words, loc)
+        if keyword == "auto" or keyword.startswith("allow-"):
+            self._auto(keyword, words, loc)
+        elif keyword == "source":
+            self._source(" ".join(words), loc, source)
+        elif keyword == "source-directory":
+            self._source_directory(" ".join(words), loc, source)
+        elif keyword == "mapping":
+            self.report.error(
+                loc,
+                "'mapping' stanzas are not supported: declare each interface with "
+                "'iface NAME' (templates can generate them)",
+                "mapping",
+            )
+            return []
+        return None
+
+    def _names(self, text: str, loc: SourceLocation, keyword: str) -> list[str]:
+        try:
+            names = expand_names(text)
+        except ValueError as e:
+            self.report.error(loc, f"{keyword}: {e}", keyword)
+            return []
+        if not names:
+            self.report.error(loc, f"'{keyword}' needs at least one interface name", keyword)
+        return names
+
+    def _auto(self, keyword: str, words: list[str], loc: SourceLocation) -> None:
+        names = self._names(" ".join(words), loc, keyword)
+        config = self.config
+        if keyword in ("auto", "allow-auto"):
+            for name in names:
+                config.auto.setdefault(name, loc)
+            return
+        cls = keyword[len("allow-"):]
+        if not cls:
+            self.report.error(loc, "'allow-' needs a class, as in 'allow-hotplug NAME'", keyword)
+            return
+        for name in names:
+            config.allow.setdefault(name, []).append((cls, loc))
+            if cls == "hotplug":
+                config.auto.setdefault(name, loc)
+
+    def _iface(self, words: list[str], loc: SourceLocation) -> list[Stanza]:
+        report = self.report
+        if words[:1] == ["glob"]:
+            words = [" ".join(words[:2])] + words[2:]
+        if not words:
+            report.error(
+                loc, "'iface' needs an interface name: iface NAME [inet|inet6 METHOD]", "iface"
+            )
+            return []
+        if len(words) > 3:
+            report.error(
+                loc,
+                f"unexpected '{' '.join(words[3:])}' after 'iface {' '.join(words[:3])}': "
+                "expected iface NAME [inet|inet6 METHOD]",
+                "iface",
+            )
+            return []
+        family = words[1] if len(words) > 1 else None
+        method = words[2] if len(words) > 2 else None
+        if family is not None and family not in FAMILIES:
+            report.error(
+                loc,
+                f"unsupported address family '{family}' (supported: {', '.join(FAMILIES)})"
+                + did_you_mean(family, FAMILIES),
+                "iface",
+            )
+            return []
+        if method is not None and method not in METHODS:
+            report.error(
+                loc,
+                f"unsupported method '{method}' (supported: {', '.join(METHODS)})"
+                + did_you_mean(method, METHODS),
+                "iface",
+            )
+            return []
+        names = self._names(words[0], loc, "iface")
+        stanzas = [Stanza("iface", n, loc, family, method) for n in names]
+        self.config.stanzas.extend(stanzas)
+        return stanzas
+
+    def _named_stanza(self, keyword: str, words: list[str], loc: SourceLocation) -> list[Stanza]:
+        what = "IQN" if keyword == "target" else "NAME"
+        if len(words) != 1:
+            problem = "needs a name" if not words else f"takes one name, got '{' '.join(words)}'"
+            self.report.error(loc, f"'{keyword}' {problem}: expected '{keyword} {what}'", keyword)
+            return []
+        stanza = Stanza(keyword, words[0], loc)
+        self.config.stanzas.append(stanza)
+        return [stanza]
+
+    def _pragma(self, line: str, loc: SourceLocation) -> None:
+        body = line.lstrip("#").strip()
+        if not body.startswith("netcfg:"):
+            return
+        setting = "".join(body[len("netcfg:"):].split())
+        if setting not in _PRAGMA_VALUES:
+            self.report.error(
+                loc,
+                f"unknown netcfg pragma '{setting}': expected 'lower=off' or 'lower=auto'",
+            )
+        elif _PRAGMA_VALUES[setting]:
+            self.config.lower_off_files.add(loc.file)
+        else:
+            self.config.lower_off_files.discard(loc.file)
+
+    def _source(self, pattern: str, loc: SourceLocation, source: RenderedSource) -> None:
+        if not pattern:
+            self.report.error(loc, "'source' needs a file name or glob", "source")
+            return
+        if not os.path.isabs(pattern):
+            # Relative to the including file, as in ifupdown2; the directory is
+            # escaped so only the operator's pattern is a glob.
+            base = os.path.dirname(source.name)
+            if base:
+                pattern = os.path.join(glob.escape(base), pattern)
+        self._include(pattern, loc)
+
+    def _source_directory(
+        self, directory: str, loc: SourceLocation, source: RenderedSource
+    ) -> None:
+        if not directory:
+            self.report.error(loc, "'source-directory' needs a directory", "source-directory")
+            return
+        if not os.path.isabs(directory):
+            directory = os.path.join(os.path.dirname(source.name), directory)
+        try:
+            entries = sorted(os.listdir(directory))
+        except OSError as e:
+            self.report.error(
+                loc,
+                f"source-directory {directory}: {e.strerror or e}",
+                "source-directory",
+            )
+            return
+        # Listed here rather than by the loader so that files ifupdown2 skips
+        # are never even rendered. The names hold no glob characters.
+        for entry in entries:
+            if _SOURCE_DIRECTORY_NAME.match(entry):
+                path = os.path.join(directory, entry)
+                if os.path.isfile(path):
+                    self._include(os.path.join(glob.escape(directory), entry), loc)
+
+    def _include(self, pattern: str, loc: SourceLocation) -> None:
+        try:
+            sources = self.load(pattern, loc)
+        except ConfigInvalid as e:
+            self.report.diagnostics.extend(e.diagnostics)
+            return
+        for sub in sources:
+            key = os.path.normpath(os.path.abspath(sub.name))
+            if key in self.including:
+                chain = " -> ".join(self.including[self.including.index(key):] + [key])
+                self.report.error(loc, f"source loop: {chain}", "source")
+                continue
+            if len(self.including) >= MAX_SOURCE_DEPTH:
+                self.report.error(
+                    loc, f"sources nested more than {MAX_SOURCE_DEPTH} deep at {sub.name}", "source"
+                )
+                continue
+            self.parse_source(sub)

@@ -1,0 +1,35 @@
+"""ifupdown2 attributes netcfg knows of but does not support, and why.
+
+An unsupported attribute is always an error (never silently ignored); for
+these the error also says what to do instead.
+"""
+
+from __future__ import annotations
+
+_COMMANDS = ("netcfg configures declaratively and runs no shell commands; write routes "
+             "with 'route', other settings with their attributes")
+
+EXPLANATIONS = {
+    "pre-up": _COMMANDS, "up": _COMMANDS, "post-up": _COMMANDS,
+    "pre-down": _COMMANDS, "down": _COMMANDS, "post-down": _COMMANDS,
+    "address-virtual": "VRR MAC-VLAN interfaces are not supported; declare a macvlan "
+                       "(macvlan-raw-device) with hwaddress and address instead",
+    "vrf-default-route": "netcfg installs no implicit routes in VRF tables; write them "
+                         "with 'route ... vrf NAME'",
+    "bond-use-carrier": "the kernel removed use_carrier semantics; bond-miimon is enough",
+    "link-speed": "link speed, duplex and autonegotiation are ethtool settings netcfg "
+                  "does not manage",
+    "link-duplex": "link speed, duplex and autonegotiation are ethtool settings netcfg "
+                   "does not manage",
+    "link-autoneg": "link speed, duplex and autonegotiation are ethtool settings netcfg "
+                    "does not manage",
+    "bridge-fd": "STP timers are not supported; netcfg runs the kernel STP with its defaults",
+    "bridge-maxage": "STP timers are not supported; netcfg runs the kernel STP with its defaults",
+    "bridge-hello": "STP timers are not supported; netcfg runs the kernel STP with its defaults",
+}
+
+
+def explain(attribute: str) -> str | None:
+    if attribute.startswith("mstpctl-"):
+        return "MSTP (mstpd) is not supported; bridge-stp yes runs the kernel's STP"
+    return EXPLANATIONS.get(attribute)

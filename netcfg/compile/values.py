@@ -1,0 +1,271 @@
+"""Turn attribute text from a stanza into the typed value the schema describes.
+
+The schema decides: ``type`` gives the generic conversion (integer, boolean,
+array of words), ``x-netcfg-syntax`` names one of the parsers below for values
+with structure (routes, VLAN lists, portals). Each parser raises ValueError
+with a message that says what was expected; the builder adds file:line.
+
+``format_value`` is the inverse, used to print the model as stanzas.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, Callable
+
+from netcfg.compile.parser import expand_names
+from netcfg.schema import AttributeSpec
+
+TRUE_WORDS = frozenset(("yes", "on", "true", "1"))
+FALSE_WORDS = frozenset(("no", "off", "false", "0"))
+
+_MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+_RANGE = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
+_SIZE = re.compile(r"^([0-9]+)([KMGTP]?)(i?B)?$", re.I)
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+
+
+def parse_bool(text: str) -> bool:
+    word = text.lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValueError(f"expected yes or no, got '{text}'")
+
+
+def parse_int(text: str) -> int:
+    try:
+        return int(text, 10)
+    except ValueError:
+        raise ValueError(f"expected a whole number, got '{text}'") from None
+
+
+def parse_address(word: str) -> str:
+    """``10.0.0.1/24`` or a bare ``10.0.0.1`` (prefix filled in later from
+    ``netmask`` or as a host address); returned in canonical form."""
+    try:
+        if "/" in word:
+            return str(ipaddress.ip_interface(word))
+        return str(ipaddress.ip_address(word))
+    except ValueError:
+        raise ValueError(f"'{word}' is not an IPv4 or IPv6 address") from None
+
+
+def parse_ip(word: str) -> str:
+    try:
+        return str(ipaddress.ip_address(word))
+    except ValueError:
+        raise ValueError(f"'{word}' is not an IPv4 or IPv6 address") from None
+
+
+def parse_range(word: str, low: int, high: int, what: str) -> str:
+    """``100`` or ``100-200`` within [low, high], canonical text."""
+    m = _RANGE.match(word)
+    if not m:
+        raise ValueError(f"expected a {what} or a range like 100-200, got '{word}'")
+    first = int(m.group(1))
+    last = int(m.group(2)) if m.group(2) else first
+    if first > last:
+        raise ValueError(f"range '{word}' runs backwards")
+    if first < low or last > high:
+        raise ValueError(f"{what} '{word}' is out of range {low}-{high}")
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def parse_vlan_list(text: str) -> list[str]:
+    return [parse_range(w, 1, 4094, "VLAN id") for w in text.split()]
+
+
+def parse_vni_map(text: str) -> list[str]:
+    """``bridge-vlan-vni-map 100-101=1000-1001``: VLANs to VNIs, equal lengths."""
+    out = []
+    for word in text.split():
+        vlans, sep, vnis = word.partition("=")
+        if not sep:
+            raise ValueError(f"expected VLAN=VNI pairs like 100-101=1000-1001, got '{word}'")
+        vlans = parse_range(vlans, 1, 4094, "VLAN id")
+        vnis = parse_range(vnis, 1, 16777215, "VNI")
+        if range_len(vlans) != range_len(vnis):
+            raise ValueError(f"'{word}' maps {range_len(vlans)} VLANs to {range_len(vnis)} VNIs")
+        out.append(f"{vlans}={vnis}")
+    return out
+
+
+def range_len(text: str) -> int:
+    first, _, last = text.partition("-")
+    return int(last or first) - int(first) + 1
+
+
+def parse_mac(text: str) -> str:
+    word = text.split()[-1].lower()  # ifupdown's `hwaddress ether XX:..` form too
+    if len(text.split()) > 2 or (len(text.split()) == 2 and text.split()[0] != "ether"):
+        raise ValueError(f"expected a MAC address like 02:00:00:00:00:01, got '{text}'")
+    if not _MAC.match(word):
+        raise ValueError(f"expected a MAC address like 02:00:00:00:00:01, got '{text}'")
+    return word
+
+
+def parse_route(text: str) -> dict[str, Any]:
+    """``PREFIX via GW [dev IF] [table N|vrf NAME] [metric M]``; ``via`` may be
+    left out for a device route when ``dev`` is given."""
+    words = text.split()
+    if not words:
+        raise ValueError("expected PREFIX via GATEWAY [dev IF] [table N|vrf NAME] [metric M]")
+    route: dict[str, Any] = {"to": _route_prefix(words[0])}
+    rest = words[1:]
+    if len(rest) % 2:
+        raise ValueError(f"'{rest[-1]}' needs a value (route {text})")
+    for key, value in zip(rest[::2], rest[1::2]):
+        if key in route:
+            raise ValueError(f"'{key}' is given twice in route '{text}'")
+        if key == "via":
+            route["via"] = parse_ip(value)
+        elif key == "dev":
+            route["dev"] = value
+        elif key == "table":
+            route["table"] = parse_int(value)
+        elif key == "vrf":
+            route["vrf"] = value
+        elif key == "metric":
+            route["metric"] = parse_int(value)
+        else:
+            raise ValueError(f"unknown route option '{key}' (expected via, dev, table, vrf, metric)")
+    if "table" in route and "vrf" in route:
+        raise ValueError("a route takes either 'table' or 'vrf', not both")
+    if "via" not in route and "dev" not in route:
+        raise ValueError(f"route to {route['to']} needs 'via GATEWAY' or 'dev IF'")
+    if "via" in route and _family(route["via"]) != _family(route["to"]):
+        raise ValueError(f"gateway {route['via']} is not the same IP family as {route['to']}")
+    return route
+
+
+def _route_prefix(word: str) -> str:
+    if word == "default":
+        return "0.0.0.0/0"
+    if word == "default6":
+        return "::/0"
+    try:
+        return str(ipaddress.ip_network(word, strict=True))
+    except ValueError as e:
+        raise ValueError(f"'{word}' is not a network prefix ({e})") from None
+
+
+def _family(text: str) -> int:
+    return ipaddress.ip_network(text, strict=False).version
+
+
+def format_route(route: dict[str, Any]) -> str:
+    parts = [route["to"]]
+    for key in ("via", "dev", "table", "vrf", "metric"):
+        if key in route:
+            parts += [key, str(route[key])]
+    return " ".join(parts)
+
+
+def parse_portal(word: str) -> str:
+    """``ADDR[:PORT]``, IPv6 as ``[ADDR]:PORT``; canonical form always has the port."""
+    host, port = word, "3260"
+    if word.startswith("["):
+        host, _, tail = word[1:].partition("]")
+        if tail:
+            if not tail.startswith(":"):
+                raise ValueError(f"expected [IPV6]:PORT, got '{word}'")
+            port = tail[1:]
+    elif word.count(":") == 1:
+        host, port = word.split(":")
+    ip = parse_ip(host)
+    p = parse_int(port)
+    if not 1 <= p <= 65535:
+        raise ValueError(f"port {p} is out of range 1-65535")
+    return f"[{ip}]:{p}" if ":" in ip else f"{ip}:{p}"
+
+
+def parse_lun(text: str) -> dict[str, Any]:
+    words = text.split()
+    if len(words) != 2:
+        raise ValueError(f"expected 'lun N VOLUME', got 'lun {text}'")
+    number = parse_int(words[0])
+    if not 0 <= number <= 16383:
+        raise ValueError(f"LUN {number} is out of range 0-16383")
+    return {"lun": number, "volume": words[1]}
+
+
+def parse_size(text: str) -> int:
+    """``10G``, ``512M``, ``1T``, ``4096`` (bytes); binary units."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"expected a size like 10G or 512M, got '{text}'")
+    return int(m.group(1)) * _SIZE_UNITS[m.group(2).upper()]
+
+
+def format_size(size: int) -> str:
+    for unit in ("P", "T", "G", "M", "K"):
+        if size and size % _SIZE_UNITS[unit] == 0:
+            return f"{size // _SIZE_UNITS[unit]}{unit}"
+    return str(size)
+
+
+def parse_string(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+# Parsers for one occurrence of an attribute. For arrays, a parser returning a
+# list extends the value; one returning a single item appends it.
+SYNTAX: dict[str, Callable[[str], Any]] = {
+    "names": expand_names,
+    "words": str.split,
+    "address": lambda text: [parse_address(w) for w in text.split()],
+    "ip": lambda text: [parse_ip(w) for w in text.split()],
+    "vlan-list": parse_vlan_list,
+    "vni-map": parse_vni_map,
+    "mac": parse_mac,
+    "route": parse_route,
+    "portal": lambda text: [parse_portal(w) for w in text.split()],
+    "lun": parse_lun,
+    "size": parse_size,
+    "string": parse_string,
+}
+
+FORMAT: dict[str, Callable[[Any], str]] = {
+    "route": format_route,
+    "size": format_size,
+    "lun": lambda lun: f"{lun['lun']} {lun['volume']}",
+}
+
+
+def parse_value(spec: AttributeSpec, text: str) -> Any:
+    """One occurrence's text -> its typed value (an item list for arrays)."""
+    if spec.aliases:
+        text = spec.aliases.get(text, text)
+    if spec.syntax:
+        value = SYNTAX[spec.syntax](text)
+        if spec.type == "array" and not isinstance(value, list):
+            return [value]
+        return value
+    if spec.type == "integer":
+        return parse_int(text)
+    if spec.type == "boolean":
+        return parse_bool(text)
+    if spec.type == "array":
+        return text.split()
+    return parse_string(text)
+
+
+def format_value(spec: AttributeSpec, value: Any) -> list[str]:
+    """A typed value -> the text of one or more stanza lines (without the name)."""
+    fmt = FORMAT.get(spec.syntax or "")
+    if spec.type == "array":
+        items = [fmt(v) if fmt else str(v) for v in value]
+        return items if spec.repeatable else [" ".join(items)]
+    if fmt:
+        return [fmt(value)]
+    if isinstance(value, bool):
+        return ["yes" if value else "no"]
+    text = str(value)
+    if spec.syntax == "string" and (not text or text != text.strip() or "  " in text):
+        text = f'"{text}"'
+    return [text]

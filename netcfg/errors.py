@@ -1,0 +1,95 @@
+"""Errors for the operator: diagnostics about the config, and exit codes.
+
+A config is checked as a whole and every problem is reported in one run,
+sorted by file and line, as ``FILE:LINE: error: MESSAGE``. Nothing here ever
+prints a traceback; the CLI turns these into text and an exit code.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from netcfg.compile.location import NOWHERE, SourceLocation
+
+# Documented exit codes (README "Exit codes", netcfg --help).
+EXIT_OK = 0
+EXIT_INVALID_CONFIG = 1
+EXIT_USAGE = 2
+EXIT_APPLY_FAILED_REVERTED = 3
+EXIT_REVERT_FAILED = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem in the config, located where the operator wrote it."""
+
+    loc: SourceLocation
+    message: str
+    attribute: str | None = None
+    severity: str = "error"
+
+    def format(self) -> str:
+        return f"{self.loc}: {self.severity}: {self.message}"
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.loc.file,
+            "line": self.loc.line,
+            "severity": self.severity,
+            "attribute": self.attribute,
+            "message": self.message,
+        }
+
+
+@dataclass
+class Report:
+    """Collects diagnostics while a config is compiled, so all are shown at once."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def error(self, loc: SourceLocation | None, message: str, attribute: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(loc or NOWHERE, message, attribute))
+
+    def warning(self, loc: SourceLocation | None, message: str, attribute: str | None = None) -> None:
+        self.diagnostics.append(Diagnostic(loc or NOWHERE, message, attribute, "warning"))
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    def sorted(self) -> list[Diagnostic]:
+        # Stable on equal locations, so messages about one line keep the order
+        # in which the checks found them.
+        return sorted(self.diagnostics, key=lambda d: (d.loc.file, d.loc.line))
+
+    def raise_if_errors(self) -> None:
+        if self.errors:
+            raise ConfigInvalid(self.sorted())
+
+
+class NetcfgError(Exception):
+    """Base of every error the CLI reports without a traceback."""
+
+    exit_code = EXIT_INVALID_CONFIG
+
+
+class ConfigInvalid(NetcfgError):
+    """The config has errors; nothing was (or will be) changed."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]):
+        self.diagnostics = list(diagnostics)
+        super().__init__("\n".join(d.format() for d in self.diagnostics))
+
+
+class UsageError(NetcfgError):
+    """The command line itself is wrong (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """' (did you mean X?)' for the closest candidate, or '' when none is close."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,1 @@
+"""Object kinds: one module each, found through netcfg.kinds.registry."""

@@ -1,0 +1,115 @@
+"""The interface every object kind implements (STYLE.md 4).
+
+A kind owns its attributes (a schema file under schemas/kinds/), how it is
+recognised in a stanza, what it refers to, its semantic checks, and what
+the planner needs to create it. The compiler and planner only ever call
+these hooks through the registry; they never test for a particular kind.
+
+Traits are attribute groups shared by several kinds (``common``: addresses,
+mtu, routes...; ``bridge-port``: per-port VLAN settings). They implement the
+same hooks and run for every object whose kind lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from netcfg.compile.location import SourceLocation
+from netcfg.compile.model import IFACE, ConfigObject, Model
+
+if TYPE_CHECKING:
+    from netcfg.errors import Report
+
+# Roles of a reference. Structural roles define which device sits on which;
+# they are the edges of the dependency graph and of cycle detection.
+LOWER = "lower"      # vlan-raw-device, macvlan lower: referent must exist first
+PORT = "port"        # bridge-ports: referent becomes a port of this bridge
+SLAVE = "slave"      # bond-slaves: referent becomes a slave of this bond
+MASTER = "master"    # `vrf NAME` on a member: this object's master is the referent
+PEER = "peer"        # veth peer
+ROUTE_DEV = "route-dev"
+VOLUME_REF = "volume"
+NETNS_REF = "netns"
+
+# A device enslaved through one of these roles gets the referrer as its master.
+ENSLAVING_ROLES = (PORT, SLAVE)
+STRUCTURAL_ROLES = (LOWER, PORT, SLAVE, MASTER)
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """``obj.attribute`` names another object (section, netns, name)."""
+
+    attribute: str
+    role: str
+    section: str
+    netns: str
+    name: str
+    loc: SourceLocation
+
+
+class Trait:
+    """Hooks shared by kinds and traits. Every hook has a do-nothing default."""
+
+    name: str = ""
+
+    def complete(self, obj: ConfigObject, report: "Report") -> None:
+        """Fill attributes derived from others (e.g. vlan id from ``swp1.100``)."""
+
+    def references(self, obj: ConfigObject) -> Iterable[Reference]:
+        """Objects this one names; the compiler checks they exist."""
+        return ()
+
+    def implied(self, obj: ConfigObject, model: Model) -> Iterable[ConfigObject]:
+        """Objects this one brings into being when not declared (a veth peer)."""
+        return ()
+
+    def check(self, obj: ConfigObject, model: Model, report: "Report") -> None:
+        """Semantic checks beyond what the schema can say."""
+
+    def complete_model(self, model: Model, report: "Report") -> None:
+        """Once per kind/trait, after every object's complete(): work that needs
+        all objects of the kind at once (allocating VRF tables)."""
+
+    def check_model(self, model: Model, report: "Report") -> None:
+        """Once per kind/trait, after per-object checks: checks across objects
+        (the same address on two interfaces)."""
+
+
+class Kind(Trait):
+    """An object kind: an interface kind, or netns/volume/target."""
+
+    section: str = IFACE
+    # Value of `link-type` that selects this kind (ifupdown2: dummy, veth).
+    link_type: str | None = None
+    # Attributes whose presence selects this kind (bridge-ports -> bridge).
+    defining_attributes: tuple[str, ...] = ()
+    # Trait groups accepted besides the kind's own schema file.
+    traits: tuple[str, ...] = ("common", "bridge-port")
+    # False for devices netcfg configures but never creates or deletes.
+    creatable: bool = True
+    # A change to one of these means delete and re-create the device.
+    immutable_attributes: frozenset[str] = frozenset()
+    # Netlink IFLA_INFO_KIND, for reading back (netcfg/kernel).
+    info_kind: str | None = None
+    # Rough kernel memory of one device of this kind in bytes, from the slab
+    # measurements in DESIGN.md; used to report what lowering saves.
+    kernel_bytes: int = 40_000
+
+    def attribute_groups(self) -> tuple[str, ...]:
+        return (self.name, *self.traits)
+
+    def claims_name(self, name: str) -> bool:
+        """True when the name alone says it is this kind (``lo``, ``swp1.100``)."""
+        return False
+
+    def create_params(self, obj: ConfigObject) -> dict[str, Any]:
+        """What the planner puts into this device's create operation."""
+        return {}
+
+
+def iter_names(value: Any) -> Iterator[str]:
+    """Names in a list attribute, tolerating a missing one."""
+    if value:
+        yield from value

@@ -1,0 +1,45 @@
+"""Per-port VLAN settings of an interface enslaved to a VLAN-aware bridge.
+
+    iface swp1
+        bridge-vids 100-200
+        bridge-pvid 1
+    iface swp2
+        bridge-access 300
+
+These only mean something on a port of a VLAN-aware bridge, so the check
+looks up the interface's master.
+"""
+
+from __future__ import annotations
+
+from netcfg.compile.model import ConfigObject, Model
+from netcfg.kinds.base import Trait
+
+PORT_ATTRIBUTES = ("bridge-vids", "bridge-pvid", "bridge-access", "bridge-learning")
+
+
+class BridgePort(Trait):
+    name = "bridge-port"
+
+    def check(self, obj: ConfigObject, model: Model, report) -> None:
+        if obj.kind == "bridge":
+            return  # on a bridge they are the ports' defaults; see kinds/bridge.py
+        if "bridge-access" in obj.attrs and ("bridge-vids" in obj.attrs or "bridge-pvid" in obj.attrs):
+            report.error(obj.where("bridge-access"),
+                         f"{obj.label()}: bridge-access makes an access port; it cannot be "
+                         f"combined with bridge-vids or bridge-pvid", "bridge-access")
+        written = [a for a in PORT_ATTRIBUTES if a in obj.attrs]
+        if not written:
+            return
+        master = model.master_of(obj)
+        if master is None or master.kind != "bridge":
+            report.error(obj.where(written[0]),
+                         f"{obj.label()}: {written[0]} applies to bridge ports, but no bridge "
+                         f"lists {obj.name} in bridge-ports", written[0])
+        elif written[0] != "bridge-learning" and not master.attrs.get("bridge-vlan-aware"):
+            report.error(obj.where(written[0]),
+                         f"{obj.label()}: {written[0]} needs bridge {master.name} to be "
+                         f"VLAN-aware (bridge-vlan-aware yes)", written[0])
+
+
+TRAIT = BridgePort()

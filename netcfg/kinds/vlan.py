@@ -1,0 +1,126 @@
+"""An 802.1Q (or 802.1ad) VLAN subinterface.
+
+    iface swp1.100              # raw device and id from the name
+        address 10.1.0.1/24
+
+    iface vlan200               # id from a vlanNNN name, as ifupdown2 does
+        vlan-raw-device bond0
+        vlan-protocol 802.1ad
+
+    iface storage
+        vlan-raw-device bond0
+        vlan-id 300
+
+    iface swp2.300              # a tenant's VLAN, inside its namespace
+        netns t1
+        vlan-raw-netns ""       # extension: swp2 is in the host's namespace
+
+A dotted name ``DEV.N`` (N 1..4094) is a VLAN of DEV without further ado,
+as in ifupdown2; complete() writes the derived attributes into the model so
+that everything after it reads only attributes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from netcfg.compile.model import IFACE, ConfigObject, Model
+from netcfg.kinds.base import LOWER, Kind, Reference
+from netcfg.kinds.veth import check_netns_attribute
+
+RAW, VID, PROTOCOL = "vlan-raw-device", "vlan-id", "vlan-protocol"
+RAW_NETNS = "vlan-raw-netns"
+DEFAULT_PROTOCOL = "802.1q"
+# No leading zero: swp1.0100 is not how anyone writes VLAN 100, and a
+# name should map to one VLAN only.
+_DOTTED = re.compile(r"^(?P<raw>[^\s/]+)\.(?P<vid>[1-9][0-9]{0,3})$")
+_VLAN_WORD = re.compile(r"^vlan0*([1-9][0-9]{0,3})$")
+
+
+def split_name(name: str) -> tuple[str, int] | None:
+    """``swp1.100`` -> ("swp1", 100); None when the name is not DEV.VID."""
+    m = _DOTTED.match(name)
+    if not m or int(m.group("vid")) > 4094:
+        return None
+    return m.group("raw"), int(m.group("vid"))
+
+
+def raw_netns(obj: ConfigObject) -> str:
+    """Namespace of the raw device: the vlan's own unless vlan-raw-netns says."""
+    return obj.attrs.get(RAW_NETNS, obj.netns)
+
+
+class Vlan(Kind):
+    name = "vlan"
+    defining_attributes = (RAW, VID)
+    info_kind = "vlan"
+    # The kernel cannot change a VLAN device's id, lower or protocol.
+    immutable_attributes = frozenset({RAW, RAW_NETNS, VID, PROTOCOL})
+    kernel_bytes = 40_000
+
+    def claims_name(self, name: str) -> bool:
+        return split_name(name) is not None
+
+    def complete(self, obj: ConfigObject, report) -> None:
+        parts = split_name(obj.name)
+        if parts is None:
+            # ifupdown2 also reads the id from a `vlanNNN` name (vlan-raw-device
+            # must then be written); an explicit vlan-id wins, as there.
+            m = _VLAN_WORD.match(obj.name)
+            if m and VID not in obj.attrs and int(m.group(1)) <= 4094:
+                obj.attrs[VID] = int(m.group(1))
+            return
+        for attribute, derived in zip((RAW, VID), parts):
+            written = obj.attrs.get(attribute)
+            if written is None:
+                obj.attrs[attribute] = derived
+            elif written != derived:
+                report.error(obj.where(attribute),
+                             f"{obj.label()}: {attribute} {written} contradicts the name, "
+                             f"which says VLAN {parts[1]} on {parts[0]}; remove {attribute} "
+                             f"or rename the interface", attribute)
+
+    def references(self, obj: ConfigObject):
+        raw = obj.attrs.get(RAW)
+        if raw is not None:
+            yield Reference(RAW, LOWER, IFACE, raw_netns(obj), raw, obj.where(RAW))
+
+    def check(self, obj: ConfigObject, model: Model, report) -> None:
+        for attribute, what in ((RAW, "the device it is a VLAN of"), (VID, "its VLAN id (1-4094)")):
+            if attribute not in obj.attrs and attribute not in obj.locs:
+                report.error(obj.loc,
+                             f"{obj.label()}: a vlan needs {what}; add '{attribute} ...' or "
+                             f"name the interface DEVICE.VLANID (swp1.100)", attribute)
+        raw = model.iface(raw_netns(obj), obj.attrs.get(RAW, ""))
+        if raw is not None and raw.kind == "loopback":
+            report.error(obj.where(RAW),
+                         f"{obj.label()}: {RAW} {raw.name} is the loopback device, which cannot "
+                         f"carry VLANs; name an Ethernet-like device", RAW)
+        check_netns_attribute(obj, RAW_NETNS, report)
+
+    def check_model(self, model: Model, report) -> None:
+        # The kernel refuses a second VLAN with the same id and protocol on one
+        # device (EEXIST); say so at compile time, on the later declaration.
+        _check_duplicates(self.name, model, report)
+
+    def create_params(self, obj: ConfigObject) -> dict:
+        return {"link": obj.attrs.get(RAW), "link_netns": raw_netns(obj),
+                "id": obj.attrs.get(VID), "protocol": obj.attrs.get(PROTOCOL, DEFAULT_PROTOCOL)}
+
+
+def _check_duplicates(kind: str, model: Model, report) -> None:
+    seen: dict[tuple, ConfigObject] = {}
+    vlans = [o for o in model.interfaces.values()
+             if o.kind == kind and VID in o.attrs and RAW in o.attrs]
+    for vlan in sorted(vlans, key=lambda o: o.loc):
+        key = (raw_netns(vlan), vlan.attrs.get(RAW), vlan.attrs[VID],
+               vlan.attrs.get(PROTOCOL, DEFAULT_PROTOCOL))
+        first = seen.setdefault(key, vlan)
+        if first is not vlan:
+            report.error(vlan.where(VID),
+                         f"{vlan.label()}: VLAN {key[2]} on {key[1]} is already {first.name} "
+                         f"(at {first.loc}); a device carries each VLAN id once, so remove one "
+                         f"of them", VID)
+
+
+KIND = Vlan()

@@ -1,0 +1,123 @@
+"""A VRF: a routing table of its own for the interfaces that join it.
+
+    auto red
+    iface red
+        vrf-table 1001        # or `auto`: netcfg picks a free table id
+
+    iface swp3
+        vrf red
+        address 10.3.0.1/24
+
+Members name their VRF with the common `vrf` attribute. `vrf-table auto`
+is resolved by allocate_tables(), which the model builder calls once after
+complete() (the complete_model hook), so that every check and the planner
+see a number.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from netcfg.compile.model import ConfigObject, Model
+from netcfg.kinds.base import Kind
+
+TABLE = "vrf-table"
+AUTO = "auto"
+FIRST_AUTO_TABLE = 1001  # ifupdown2's vrf-table auto range starts here too
+MAX_TABLE = 4294967295
+# default (253), main (254), local (255): the kernel's own tables.
+RESERVED = {253: "default", 254: "main", 255: "local"}
+
+
+def allocate_tables(model: Model) -> None:
+    """Give every ``vrf-table auto`` a table id, per namespace.
+
+    Deterministic: VRFs are numbered in name order from 1001 upward,
+    skipping ids written explicitly on a VRF or in a route's `table` in
+    that namespace. Adding a VRF whose name sorts earlier renumbers the
+    later ones, which re-creates them; write explicit ids where that matters.
+    """
+    used: dict[str, set[int]] = defaultdict(set)
+    auto: dict[str, list[ConfigObject]] = defaultdict(list)
+    for obj in model.interfaces.values():
+        for route in obj.attrs.get("route", ()):
+            if "table" in route:
+                used[obj.netns].add(route["table"])
+        if obj.kind != "vrf":
+            continue
+        table = obj.attrs.get(TABLE)
+        if table == AUTO:
+            auto[obj.netns].append(obj)
+        elif isinstance(table, int):
+            used[obj.netns].add(table)
+    for netns, vrfs in auto.items():
+        table = FIRST_AUTO_TABLE
+        for vrf in sorted(vrfs, key=lambda o: o.name):
+            while table in used[netns]:
+                table += 1
+            vrf.attrs[TABLE] = table
+            used[netns].add(table)
+
+
+class Vrf(Kind):
+    name = "vrf"
+    defining_attributes = (TABLE,)
+    # A VRF is an L3 master device, never a bridge port.
+    traits = ("common",)
+    info_kind = "vrf"
+    # The kernel has no way to move a VRF device to another table.
+    immutable_attributes = frozenset({TABLE})
+
+    def complete(self, obj: ConfigObject, report) -> None:
+        # The schema accepts digits as text because stanza values are only
+        # converted for "type": "integer"; make them numbers here.
+        table = obj.attrs.get(TABLE)
+        if isinstance(table, str) and table.isdigit():
+            number = int(table)
+            if 1 <= number <= MAX_TABLE:
+                obj.attrs[TABLE] = number
+            else:
+                report.error(obj.where(TABLE),
+                             f"{obj.label()}: {TABLE} {table} is out of range 1-{MAX_TABLE}; "
+                             f"write a table id in range, or 'auto'", TABLE)
+
+    def check(self, obj: ConfigObject, model: Model, report) -> None:
+        table = obj.attrs.get(TABLE)
+        if table is None and TABLE not in obj.locs:
+            report.error(obj.loc, f"{obj.label()}: a vrf needs '{TABLE} N' or "
+                                  f"'{TABLE} {AUTO}'", TABLE)
+        elif table in RESERVED:
+            report.error(obj.where(TABLE),
+                         f"{obj.label()}: {TABLE} {table} is the kernel's {RESERVED[table]} "
+                         f"table; give the vrf a table of its own (e.g. {FIRST_AUTO_TABLE}) "
+                         f"or write '{TABLE} {AUTO}'", TABLE)
+        if "vrf" in obj.attrs:
+            report.error(obj.where("vrf"),
+                         f"{obj.label()}: a vrf cannot be a member of another vrf; remove "
+                         f"'vrf {obj.attrs['vrf']}' from {obj.name}", "vrf")
+
+    def complete_model(self, model: Model, report) -> None:
+        allocate_tables(model)
+
+    def check_model(self, model: Model, report) -> None:
+        _check_tables(self.name, model, report)
+
+    def create_params(self, obj: ConfigObject) -> dict:
+        return {"table": obj.attrs.get(TABLE)}
+
+
+def _check_tables(kind: str, model: Model, report) -> None:
+    """Two VRFs of one namespace sharing a table would share their routes."""
+    seen: dict[tuple[str, int], ConfigObject] = {}
+    vrfs = [o for o in model.interfaces.values()
+            if o.kind == kind and isinstance(o.attrs.get(TABLE), int)]
+    for vrf in sorted(vrfs, key=lambda o: o.loc):
+        first = seen.setdefault((vrf.netns, vrf.attrs[TABLE]), vrf)
+        if first is not vrf:
+            report.error(vrf.where(TABLE),
+                         f"{vrf.label()}: {TABLE} {vrf.attrs[TABLE]} is already the table of "
+                         f"vrf {first.name} (at {first.loc}); give each vrf its own table, or "
+                         f"write '{TABLE} {AUTO}'", TABLE)
+
+
+KIND = Vrf()

@@ -1,0 +1,181 @@
+"""A VXLAN tunnel device: one VNI, or many on one `external vnifilter` device.
+
+    iface vni1000                      # classic: one device per VNI
+        vxlan-id 1000
+        vxlan-local-tunnelip 192.0.2.1
+        vxlan-remoteip 192.0.2.2
+
+    iface vxlan0                       # extension: one device, many VNIs
+        vxlan-vnifilter yes
+        vxlan-local-tunnelip 192.0.2.1
+        bridge-vlan-vni-map 100-199=10100-10199
+        bridge-vids 100-199            # vxlan0 is a port of a VLAN-aware bridge
+
+A VNI on a vnifilter device costs ~0.1 kB of kernel memory against ~42 kB
+for a device per VNI (DESIGN.md), which is why lowering prefers it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from netcfg.compile.model import ConfigObject, Model
+from netcfg.kinds.base import Kind
+
+VNI, LOCAL, REMOTE, PORT = "vxlan-id", "vxlan-local-tunnelip", "vxlan-remoteip", "vxlan-port"
+VNIFILTER, VNI_MAP, LEARNING = "vxlan-vnifilter", "bridge-vlan-vni-map", "vxlan-learning"
+DEFAULT_PORT = 4789  # IANA; the kernel's own default (8472) predates it
+
+
+def expand(text: str) -> range:
+    """``100-199`` or ``100`` (values.parse_range's canonical form) as a range."""
+    first, _, last = text.partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
+def vni_map(obj: ConfigObject) -> list[tuple[int, int]]:
+    """(vlan, vni) pairs of bridge-vlan-vni-map, in the order written."""
+    pairs = []
+    for item in obj.attrs.get(VNI_MAP, ()):
+        vlans, _, vnis = item.partition("=")
+        pairs.extend(zip(expand(vlans), expand(vnis)))
+    return pairs
+
+
+class Vxlan(Kind):
+    name = "vxlan"
+    defining_attributes = (VNI, VNIFILTER)
+    info_kind = "vxlan"
+    # The kernel refuses to change these on an existing vxlan device.
+    immutable_attributes = frozenset({VNI, LOCAL, PORT, VNIFILTER})
+    kernel_bytes = 42_000
+
+    def complete(self, obj: ConfigObject, report) -> None:
+        # A single address with no x-netcfg-syntax of its own: canonicalise here,
+        # so that 2001:DB8::1 and 2001:db8::1 compare equal in the diff.
+        if LOCAL in obj.attrs:
+            try:
+                obj.attrs[LOCAL] = str(ipaddress.ip_address(obj.attrs[LOCAL]))
+            except ValueError:
+                report.error(obj.where(LOCAL),
+                             f"{obj.label()}: {LOCAL} '{obj.attrs[LOCAL]}' is not an IPv4 or "
+                             f"IPv6 address; write this host's tunnel source address", LOCAL)
+                del obj.attrs[LOCAL]
+
+    def check(self, obj: ConfigObject, model: Model, report) -> None:
+        vnifilter = obj.attrs.get(VNIFILTER, False)
+        if vnifilter and VNI in obj.attrs:
+            report.error(obj.where(VNI),
+                         f"{obj.label()}: {VNI} and '{VNIFILTER} yes' exclude each other; a "
+                         f"vnifilter device carries the VNIs of {VNI_MAP}. Remove one of them",
+                         VNI)
+        elif not vnifilter and VNI not in obj.attrs and VNI not in obj.locs:
+            report.error(obj.loc,
+                         f"{obj.label()}: a vxlan needs '{VNI} N' (1-16777215), or "
+                         f"'{VNIFILTER} yes' with {VNI_MAP} to carry many VNIs", VNI)
+        if VNI_MAP in obj.attrs and not vnifilter:
+            report.error(obj.where(VNI_MAP),
+                         f"{obj.label()}: {VNI_MAP} needs '{VNIFILTER} yes'; with {VNI} the "
+                         f"device carries a single VNI", VNI_MAP)
+        if vnifilter:
+            self._check_vnifilter(obj, model, report)
+        remotes = obj.attrs.get(REMOTE, [])
+        if not vnifilter and len(remotes) > 1:
+            report.error(obj.where(REMOTE),
+                         f"{obj.label()}: {len(remotes)} {REMOTE} addresses; more than one "
+                         f"remote needs head-end replication FDB entries, which netcfg does not "
+                         f"manage yet. Give one {REMOTE}", REMOTE)
+        families = {_family(a) for a in (*remotes, obj.attrs.get(LOCAL)) if a}
+        if len(families) > 1:
+            report.error(obj.where(REMOTE),
+                         f"{obj.label()}: {LOCAL} and {REMOTE} mix IPv4 and IPv6; a tunnel "
+                         f"uses one address family", REMOTE)
+
+    def _check_vnifilter(self, obj: ConfigObject, model: Model, report) -> None:
+        if REMOTE in obj.attrs:
+            report.error(obj.where(REMOTE),
+                         f"{obj.label()}: {REMOTE} cannot be used with '{VNIFILTER} yes': "
+                         f"remotes of a vnifilter device are per VNI and need FDB entries, "
+                         f"which netcfg does not manage yet. Use one vxlan-id device per "
+                         f"VNI for static remotes", REMOTE)
+        pairs = vni_map(obj)
+        for index, what in ((0, "VLAN"), (1, "VNI")):
+            twice = _first_repeat(p[index] for p in pairs)
+            if twice is not None:
+                report.error(obj.where(VNI_MAP),
+                             f"{obj.label()}: {VNI_MAP} maps {what} {twice} more than once; "
+                             f"each VLAN maps to one VNI and back", VNI_MAP)
+        if pairs:
+            master = model.master_of(obj)
+            aware = master is not None and master.kind == "bridge" \
+                and master.attrs.get("bridge-vlan-aware")
+            if not aware:
+                report.error(obj.where(VNI_MAP),
+                             f"{obj.label()}: {VNI_MAP} maps bridge VLANs to VNIs, so "
+                             f"{obj.name} must be a port of a VLAN-aware bridge; list it in "
+                             f"bridge-ports of a bridge with 'bridge-vlan-aware yes'", VNI_MAP)
+
+    def check_model(self, model: Model, report) -> None:
+        _check_vni_clash(self.name, model, report)
+
+    def create_params(self, obj: ConfigObject) -> dict:
+        params = {"port": obj.attrs.get(PORT, DEFAULT_PORT)}
+        if obj.attrs.get(VNIFILTER):
+            # Metadata mode: the bridge's VLAN-to-tunnel map picks the VNI.
+            params.update(external=True, vnifilter=True, vnis=sorted(v for _, v in vni_map(obj)))
+        else:
+            params["id"] = obj.attrs.get(VNI)
+        if LOCAL in obj.attrs:
+            params["local"] = obj.attrs[LOCAL]
+        if obj.attrs.get(REMOTE):
+            params["remote"] = obj.attrs[REMOTE][0]
+        if LEARNING in obj.attrs:
+            params["learning"] = obj.attrs[LEARNING]
+        return params
+
+
+def _family(address: str) -> int:
+    return ipaddress.ip_address(address).version
+
+
+def _tunnel_family(obj: ConfigObject) -> int:
+    # The kernel makes the device IPv6 when its local or remote address is.
+    for address in (obj.attrs.get(LOCAL), *obj.attrs.get(REMOTE, ())):
+        if address:
+            return _family(address)
+    return 4
+
+
+def _first_repeat(values) -> int | None:
+    seen = set()
+    for value in values:
+        if value in seen:
+            return value
+        seen.add(value)
+    return None
+
+
+def _check_vni_clash(kind: str, model: Model, report) -> None:
+    """Two vxlans in one namespace cannot carry the same VNI on the same UDP
+    port and address family: the kernel answers EEXIST (vxlan_vni_in_use
+    compares VNI, dst port and the IPv6 flag, not the local address)."""
+    seen: dict[tuple, ConfigObject] = {}
+    vxlans = [o for o in model.interfaces.values() if o.kind == kind]
+    for vxlan in sorted(vxlans, key=lambda o: o.loc):
+        family = _tunnel_family(vxlan)
+        port = vxlan.attrs.get(PORT, DEFAULT_PORT)
+        vnis = ([vxlan.attrs[VNI]] if VNI in vxlan.attrs and not vxlan.attrs.get(VNIFILTER)
+                else sorted({v for _, v in vni_map(vxlan)}))
+        for vni in vnis:
+            first = seen.setdefault((vxlan.netns, vni, port, family), vxlan)
+            if first is not vxlan:
+                attribute = VNI if VNI in vxlan.attrs else VNI_MAP
+                report.error(vxlan.where(attribute),
+                             f"{vxlan.label()}: VNI {vni} on UDP port {port} is already carried "
+                             f"by {first.name} (at {first.loc}); the kernel allows each VNI once "
+                             f"per namespace, port and address family, even with different "
+                             f"{LOCAL}. Remove one, or use another {PORT}", attribute)
+                break  # one message per device is enough to find the clash
+
+
+KIND = Vxlan()

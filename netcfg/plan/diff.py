@@ -1,0 +1,579 @@
+"""Diff: the operations that turn the current model into the desired one.
+
+A pure function of two models (desired from the compiler, current read back
+from the kernel), both of the same types. It says *what* changes; the planner
+(plan/planner.py) says in which order. ``diff(m, m) == []`` for any model m.
+
+What a device "is" (created by whom, on top of what, enslaved to what) comes
+from the kinds' hooks through the registry, never from tests on kind names.
+The few attributes whose meaning the diff itself needs (addresses, routes,
+port VLANs, VNIs) are named in tables at the top of this module.
+
+Linear in the size of both models: every lookup is a dict, VLAN and VNI sets
+are compared as ranges (a port carrying 1-4094 costs one interval, not 4094
+ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from netcfg.compile.model import ROOT_NETNS, ConfigObject, Model
+from netcfg.kinds import registry
+from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Trait
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
+                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL, Operation)
+
+Key = tuple[str, str]
+Interval = tuple[int, int]
+
+# Common attributes a create request carries (so the device never exists
+# with the wrong MTU or with IPv6 autoconf running), by their attribute names.
+CREATE_TIME_ATTRIBUTES = ("mtu", "hwaddress", "alias", "addr-gen-mode", "disable-ipv6")
+# Attributes some other operation than link-set takes care of.
+HANDLED_ELSEWHERE = frozenset({
+    "address", "gateway", "route",                 # addr-*, route-*
+    "vrf",                                         # master-*
+    "netns", "link-type",                          # identity and kind
+    "link-down",                                   # link-up/link-down
+    "bridge-vids", "bridge-pvid", "bridge-access",  # vlan-*
+    "bridge-vlan-vni-map",                         # vlan-*, vni-*
+})
+# link-set params that only mean something on an enslaved port: a link-set
+# carrying them has this subject and comes after master-set.
+PORT_SUBJECT = "port"
+
+# Keys of a link-add's (and link-del's) params that name other devices; the
+# planner orders by them. vlan and macvlan name their lower device "link" /
+# "link_netns" (IFLA_LINK, IFLA_LINK_NETNSID), veth its peer "peer" / "peer_netns".
+LOWER_PARAM, LOWER_NETNS_PARAM = "link", "link_netns"
+PEER_PARAM, PEER_NETNS_PARAM = "peer", "peer_netns"
+
+# Attribute names with a meaning the diff needs (a small table, not kind tests).
+VLAN_AWARE = "bridge-vlan-aware"
+PORT_VIDS, PORT_PVID, PORT_ACCESS = "bridge-vids", "bridge-pvid", "bridge-access"
+VNI_MAP, VNIFILTER = "bridge-vlan-vni-map", "vxlan-vnifilter"
+VRF, VRF_TABLE = "vrf", "vrf-table"
+DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
+
+
+def diff(desired: Model, current: Model) -> list[Operation]:
+    """Operations that make ``current`` into ``desired``, unordered."""
+    return _Diff(desired, current).run()
+
+
+# ---------------------------------------------------------------- ranges
+
+def expand_ranges(ranges: Iterable[str]) -> set[int]:
+    """``["100", "200-202"]`` -> ``{100, 200, 201, 202}``."""
+    ids: set[int] = set()
+    for first, last in _intervals(ranges):
+        ids.update(range(first, last + 1))
+    return ids
+
+
+def compress_ranges(ids: Iterable[int]) -> list[str]:
+    """``{100, 200, 201, 202}`` -> ``["100", "200-202"]``."""
+    return _texts(_merge((i, i) for i in ids))
+
+
+def _intervals(ranges: Iterable[str] | None) -> list[Interval]:
+    """Canonical intervals (sorted, disjoint, non-adjacent) of range texts."""
+    spans = []
+    for text in ranges or ():
+        first, _, last = str(text).partition("-")
+        spans.append((int(first), int(last or first)))
+    return _merge(spans)
+
+
+def _merge(spans: Iterable[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for first, last in sorted(spans):
+        if out and first <= out[-1][1] + 1:
+            if last > out[-1][1]:
+                out[-1] = (out[-1][0], last)
+        else:
+            out.append((first, last))
+    return out
+
+
+def _subtract(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    """Ids in a and not in b; both canonical, linear merge."""
+    out: list[Interval] = []
+    j = 0
+    for first, last in a:
+        while j < len(b) and b[j][1] < first:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] <= last:
+            if b[k][0] > first:
+                out.append((first, b[k][0] - 1))
+            first = max(first, b[k][1] + 1)
+            if first > last:
+                break
+            k += 1
+        if first <= last:
+            out.append((first, last))
+    return out
+
+
+def _intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    return _subtract(a, _subtract(a, b))
+
+
+def _texts(spans: list[Interval]) -> list[str]:
+    return [str(f) if f == l else f"{f}-{l}" for f, l in spans]
+
+
+def _one(vid: int | None) -> list[Interval]:
+    return [] if vid is None else [(vid, vid)]
+
+
+def _map_side(obj: ConfigObject, side: int) -> list[Interval]:
+    """VLAN (side 0) or VNI (side 1) ranges of ``bridge-vlan-vni-map``."""
+    return _intervals(item.split("=")[side] for item in obj.attrs.get(VNI_MAP, ()))
+
+
+# ---------------------------------------------------------------- per-attribute meanings
+
+@dataclass(frozen=True, slots=True)
+class PortVlans:
+    """VLANs of one bridge port: ids, the pvid, the ids sent untagged."""
+
+    vids: tuple[Interval, ...] = ()
+    pvid: int | None = None
+    untagged: tuple[Interval, ...] = ()
+
+
+NO_VLANS = PortVlans()
+
+
+def port_vlans(port: ConfigObject, bridge: ConfigObject | None) -> PortVlans:
+    """What a port of ``bridge`` carries (ifupdown2 semantics: the bridge's
+    bridge-vids / bridge-pvid are the defaults of ports that say nothing)."""
+    if bridge is None or not bridge.attrs.get(VLAN_AWARE):
+        return NO_VLANS
+    attrs = port.attrs
+    access = attrs.get(PORT_ACCESS)
+    if access is not None:
+        return PortVlans(((access, access),), access, ((access, access),))
+    vids = _intervals(attrs.get(PORT_VIDS, bridge.attrs.get(PORT_VIDS)))
+    pvid = attrs.get(PORT_PVID, bridge.attrs.get(PORT_PVID))
+    extra = _map_side(port, 0)
+    if extra or pvid is not None:
+        vids = _merge([*vids, *extra, *_one(pvid)])
+    return PortVlans(tuple(vids), pvid, tuple(_one(pvid)))
+
+
+def vnis(obj: ConfigObject) -> list[Interval]:
+    """VNIs of a vnifilter vxlan; [] for every other device."""
+    return _map_side(obj, 1) if obj.attrs.get(VNIFILTER) else []
+
+
+def is_up(obj: ConfigObject) -> bool:
+    """Administratively up: on an auto line and not link-down. Read back from
+    the kernel, auto is IFF_UP and link-down is absent."""
+    return obj.auto and not obj.attrs.get("link-down")
+
+
+def cycles_members(master: ConfigObject | None) -> bool:
+    """Enslaving to (or releasing from) an L3 master (a VRF) takes an up
+    device down and up again: the kernel drops its routes and its IPv6
+    addresses (net.ipv6.conf.*.keep_addr_on_down is 0 by default)."""
+    return master is not None and VRF_TABLE in master.attrs
+
+
+def routes_of(obj: ConfigObject) -> Iterable[dict[str, Any]]:
+    """``route`` attributes plus ``gateway`` as default routes, each with dev."""
+    for route in obj.attrs.get("route", ()):
+        if "dev" not in route:
+            route = {**route, "dev": obj.name}
+        yield route
+    for gateway in obj.attrs.get("gateway", ()):
+        route = {"to": DEFAULT_ROUTE[6 if ":" in gateway else 4], "via": gateway, "dev": obj.name}
+        if VRF in obj.attrs:
+            route[VRF] = obj.attrs[VRF]
+        yield route
+
+
+def route_subject(route: dict[str, Any]) -> str:
+    """``10.0.0.0/8``, ``0.0.0.0/0 vrf red``, ``10.0.0.0/8 table 10 metric 5``."""
+    subject = route["to"]
+    if "table" in route:
+        subject += f" table {route['table']}"
+    elif VRF in route:
+        subject += f" vrf {route[VRF]}"
+    if "metric" in route:
+        subject += f" metric {route['metric']}"
+    return subject
+
+
+def _pair_owner(obj: ConfigObject, model: Model) -> bool:
+    # Both ends of a veth are made by one request; the veth module decides
+    # which side sends it.
+    from netcfg.kinds import veth
+    decide = getattr(veth, "creates_pair", None)
+    return decide(obj) if decide is not None else veth.owner(obj, model)
+
+
+# Role of a reference -> whether this object's own link-add creates it, for
+# objects created together with another one.
+CREATES_ITSELF = {PEER: _pair_owner}
+
+
+# ---------------------------------------------------------------- the two sides
+
+@dataclass(slots=True)
+class _KindInfo:
+    kind: Kind | None
+    hooks: list[Trait]
+    own: frozenset[str]        # attributes of the kind's own schema file
+    creatable: bool
+    immutable: frozenset[str]
+
+    # Attributes a link-set leaves alone: on an existing device (keep), on a
+    # device made by its own link-add (created) or by its pair's (paired).
+    keep: frozenset[str] = frozenset()
+    paired: frozenset[str] = frozenset()
+    created: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        self.keep = HANDLED_ELSEWHERE | self.immutable
+        self.paired = self.keep | self.own
+        self.created = self.paired | frozenset(CREATE_TIME_ATTRIBUTES)
+
+
+class _Side:
+    """One model with what the diff derives from it, computed once."""
+
+    def __init__(self, model: Model, kinds: dict[str, _KindInfo]):
+        self.model = model
+        self.ifaces = model.interfaces
+        self._kinds = kinds
+        self.refs: dict[Key, list[Reference]] = {}
+        self.masters: dict[Key, Key] = {}
+        for key, obj in self.ifaces.items():
+            refs = [r for hook in self.info(obj.kind).hooks for r in hook.references(obj)]
+            self.refs[key] = refs
+            for ref in refs:
+                if ref.role in ENSLAVING_ROLES:
+                    self.masters[(ref.netns, ref.name)] = key
+            if obj.attrs.get(VRF):
+                self.masters[key] = (obj.netns, obj.attrs[VRF])
+        self.masters.update(model.masters)
+
+    def info(self, kind_name: str) -> _KindInfo:
+        info = self._kinds.get(kind_name)
+        if info is None:
+            info = self._kinds[kind_name] = _load_kind(kind_name)
+        return info
+
+
+def _load_kind(name: str) -> _KindInfo:
+    try:
+        kind = registry.kind(name)
+    except KeyError:
+        # A device of a kind netcfg does not know (read from the kernel):
+        # configure it if asked to, never create or delete it.
+        return _KindInfo(None, [], frozenset(), False, frozenset())
+    try:
+        from netcfg.schema import group_attributes
+        own = frozenset(group_attributes(kind.name))
+    except FileNotFoundError:
+        own = frozenset()
+    return _KindInfo(kind, registry.hooks_for(name), own, kind.creatable,
+                     kind.immutable_attributes)
+
+
+def _port_attributes() -> frozenset[str]:
+    from netcfg.schema import group_attributes
+    return frozenset(group_attributes("bridge-port"))
+
+
+# ---------------------------------------------------------------- the diff
+
+class _Diff:
+    def __init__(self, desired: Model, current: Model):
+        kinds: dict[str, _KindInfo] = {}
+        self.d = _Side(desired, kinds)
+        self.c = _Side(current, kinds)
+        self.ops: list[Operation] = []
+        self.port_attributes = _port_attributes()
+
+    def run(self) -> list[Operation]:
+        self.namespaces()
+        self.fresh = self.find_fresh()
+        self.deleted = self.find_deleted()
+        self.cycled: set[Key] = set()
+        self.link_deletes()
+        for key, obj in self.d.ifaces.items():
+            self.interface(key, obj)
+        self.routes()
+        return self.ops
+
+    # -- namespaces
+
+    def namespaces(self) -> None:
+        desired = set(self.d.model.netns_names())
+        desired.discard(ROOT_NETNS)
+        current = set(self.c.model.namespaces)
+        current.update(ns for ns, _ in self.c.ifaces)
+        current.discard(ROOT_NETNS)
+        for name in sorted(desired - current):
+            declared = self.d.model.namespaces.get(name)
+            params = self.d.info(declared.kind).kind.create_params(declared) if (
+                declared is not None and self.d.info(declared.kind).kind) else {}
+            self.ops.append(Operation(NETNS_ADD, ROOT_NETNS, name, params=params))
+        self.dead_netns = current - desired
+        for name in sorted(self.dead_netns):
+            self.ops.append(Operation(NETNS_DEL, ROOT_NETNS, name))
+
+    # -- which devices are (re)created, which deleted
+
+    def find_fresh(self) -> set[Key]:
+        """Desired devices that will be made anew: missing, or of another kind,
+        or with a changed immutable attribute; then whatever goes with them
+        (devices on a re-created lower device, the other end of a veth)."""
+        d, c = self.d, self.c
+        fresh: set[Key] = set()
+        followers: dict[Key, list[Key]] = {}
+        for key, obj in d.ifaces.items():
+            info = d.info(obj.kind)
+            if not info.creatable:
+                continue
+            for ref in d.refs[key]:
+                if ref.role == LOWER:
+                    followers.setdefault((ref.netns, ref.name), []).append(key)
+                elif ref.role == PEER:
+                    followers.setdefault((ref.netns, ref.name), []).append(key)
+                    followers.setdefault(key, []).append((ref.netns, ref.name))
+            cur = c.ifaces.get(key)
+            if cur is None:
+                fresh.add(key)
+            elif cur.kind != obj.kind:
+                if c.info(cur.kind).creatable:
+                    fresh.add(key)
+            elif any(obj.attrs.get(a) != cur.attrs.get(a) for a in info.immutable):
+                fresh.add(key)
+        todo = list(fresh)
+        while todo:
+            for key in followers.get(todo.pop(), ()):
+                if key not in fresh and key in d.ifaces and d.info(d.ifaces[key].kind).creatable:
+                    fresh.add(key)
+                    todo.append(key)
+        return fresh
+
+    def find_deleted(self) -> set[Key]:
+        """Current devices that get a link-del (outside namespaces being deleted)."""
+        deleted = set()
+        for key, cur in self.c.ifaces.items():
+            if key[0] in self.dead_netns or not self.c.info(cur.kind).creatable:
+                continue
+            if key not in self.d.ifaces or key in self.fresh:
+                deleted.add(key)
+        return deleted
+
+    def link_deletes(self) -> None:
+        for key, cur in self.c.ifaces.items():
+            if key not in self.deleted:
+                continue
+            params: dict[str, Any] = {}
+            skip = False
+            for ref in self.c.refs[key]:
+                other = (ref.netns, ref.name)
+                if ref.role == PEER:
+                    # Deleting one end deletes the pair: one request for both.
+                    skip = skip or (other in self.deleted and other < key)
+                    params[PEER_PARAM] = ref.name
+                    params[PEER_NETNS_PARAM] = ref.netns
+                elif ref.role == LOWER:
+                    params[LOWER_PARAM] = ref.name
+                    if ref.netns != key[0]:
+                        params[LOWER_NETNS_PARAM] = ref.netns
+            if not skip:
+                self.ops.append(Operation(LINK_DEL, key[0], key[1], params=params))
+
+    # -- one desired interface
+
+    def interface(self, key: Key, obj: ConfigObject) -> None:
+        d, c, ops = self.d, self.c, self.ops
+        netns, name = key
+        info = d.info(obj.kind)
+        fresh = key in self.fresh
+        cur = None if fresh else c.ifaces.get(key)
+        creates = fresh and self.creates_itself(key, obj)
+        if creates:
+            ops.append(self.link_add(key, obj, info))
+
+        # Attributes changed on the link.
+        if cur is None or obj.attrs != cur.attrs:
+            self.link_set(key, obj, info, cur, fresh, creates)
+
+        # Master.
+        want_master = d.masters.get(key)
+        had_master = c.masters.get(key) if cur is not None else None
+        if had_master is not None and (had_master in self.fresh or had_master in self.deleted):
+            had_master = None  # the kernel released it with the old master
+        current_up = cur is not None and is_up(cur)
+        if want_master != had_master:
+            if want_master is not None:
+                ops.append(Operation(MASTER_SET, netns, name,
+                                     params={"master": want_master[1]}))
+            else:
+                ops.append(Operation(MASTER_UNSET, netns, name,
+                                     params={"master": had_master[1]}))
+            if current_up and (cycles_members(d.ifaces.get(want_master))
+                               or cycles_members(c.ifaces.get(had_master))):
+                self.cycled.add(key)
+
+        # Port VLANs and VNIs.
+        want_vlans = port_vlans(obj, d.ifaces.get(want_master))
+        had_vlans = NO_VLANS
+        if want_master == had_master and cur is not None:
+            had_vlans = port_vlans(cur, c.ifaces.get(had_master))
+        if want_vlans != had_vlans:
+            self.vlans(key, want_vlans, had_vlans)
+        want_vnis = vnis(obj)
+        had_vnis = vnis(cur) if cur is not None else []
+        if want_vnis != had_vnis:
+            added, removed = _subtract(want_vnis, had_vnis), _subtract(had_vnis, want_vnis)
+            if removed:
+                ops.append(Operation(VNI_DEL, netns, name, params={"vnis": _texts(removed)}))
+            if added:
+                ops.append(Operation(VNI_ADD, netns, name, params={"vnis": _texts(added)}))
+
+        # Addresses.
+        want_addrs = obj.attrs.get("address", ())
+        had_addrs = cur.attrs.get("address", ()) if cur is not None else ()
+        if key in self.cycled:
+            had_addrs = [a for a in had_addrs if ":" not in a]
+        if want_addrs != had_addrs:
+            want_set, had_set = set(want_addrs), set(had_addrs)
+            ops.extend(Operation(ADDR_DEL, netns, name, a)
+                       for a in dict.fromkeys(had_addrs) if a not in want_set)
+            ops.extend(Operation(ADDR_ADD, netns, name, a)
+                       for a in dict.fromkeys(want_addrs) if a not in had_set)
+
+        # Administrative state.
+        want_up = is_up(obj)
+        if want_up and not current_up:
+            ops.append(Operation(LINK_UP, netns, name))
+        elif current_up and not want_up:
+            ops.append(Operation(LINK_DOWN, netns, name))
+
+    def link_set(self, key: Key, obj: ConfigObject, info: _KindInfo,
+                 cur: ConfigObject | None, fresh: bool, creates: bool) -> None:
+        if cur is not None:
+            excluded = info.keep | self.c.info(cur.kind).immutable
+            refs = [*self.d.refs[key], *self.c.refs[key]]
+            old = cur.attrs
+        else:
+            # A fresh device's create request (its own or its pair's) sets
+            # the kind's own attributes and, when its own, the create-time ones.
+            excluded = info.created if creates else info.paired if fresh else info.keep
+            refs = self.d.refs[key]
+            old = {}
+        if refs:
+            excluded = excluded | {r.attribute for r in refs}
+        changed: dict[str, Any] = {}
+        for attribute, value in obj.attrs.items():
+            if attribute not in excluded and old.get(attribute) != value:
+                changed[attribute] = value
+        for attribute in old:
+            if attribute not in excluded and attribute not in obj.attrs:
+                changed[attribute] = None
+        if changed:
+            port = {a: v for a, v in changed.items() if a in self.port_attributes}
+            link = {a: v for a, v in changed.items() if a not in self.port_attributes}
+            if link:
+                self.ops.append(Operation(LINK_SET, key[0], key[1], params=link))
+            if port:
+                self.ops.append(Operation(LINK_SET, key[0], key[1], PORT_SUBJECT, params=port))
+
+    def creates_itself(self, key: Key, obj: ConfigObject) -> bool:
+        for ref in self.d.refs[key]:
+            decide = CREATES_ITSELF.get(ref.role)
+            if decide is not None:
+                return decide(obj, self.d.model)
+        return True
+
+    def link_add(self, key: Key, obj: ConfigObject, info: _KindInfo) -> Operation:
+        params: dict[str, Any] = {"kind": obj.kind, **info.kind.create_params(obj)}
+        for ref in self.d.refs[key]:
+            if ref.role == LOWER:
+                params.setdefault(LOWER_PARAM, ref.name)
+                if ref.netns != key[0]:
+                    params.setdefault(LOWER_NETNS_PARAM, ref.netns)
+            elif ref.role == PEER:
+                params.setdefault(PEER_PARAM, ref.name)
+                params.setdefault(PEER_NETNS_PARAM, ref.netns)
+        for attribute in CREATE_TIME_ATTRIBUTES:
+            if attribute in obj.attrs:
+                params[attribute] = obj.attrs[attribute]
+        return Operation(LINK_ADD, key[0], key[1], params=params)
+
+    def vlans(self, key: Key, want: PortVlans, had: PortVlans) -> None:
+        want_vids, had_vids = list(want.vids), list(had.vids)
+        removed = _subtract(had_vids, want_vids)
+        added = _subtract(want_vids, had_vids)
+        # Ids kept whose flags change are added again with the new flags
+        # (the kernel replaces a port VLAN's pvid/untagged flags on add).
+        kept = _intersect(want_vids, had_vids)
+        flagged = [*_subtract(list(want.untagged), list(had.untagged)),
+                   *_subtract(list(had.untagged), list(want.untagged))]
+        if want.pvid != had.pvid:
+            flagged += [*_one(want.pvid), *_one(had.pvid)]
+        if flagged:
+            added = _merge([*added, *_intersect(kept, _merge(flagged))])
+        netns, name = key
+        if removed:
+            self.ops.append(Operation(VLAN_DEL, netns, name, params={"vids": _texts(removed)}))
+        if added:
+            pvid = want.pvid if want.pvid is not None and _intersect(added, _one(want.pvid)) else None
+            self.ops.append(Operation(VLAN_ADD, netns, name, params={
+                "vids": _texts(added), "pvid": pvid,
+                "untagged": _texts(_intersect(added, list(want.untagged)))}))
+
+    # -- routes
+
+    def routes(self) -> None:
+        want = self.route_table(self.d, set())
+        gone = self.fresh | self.deleted | self.cycled
+        had = self.route_table(self.c, self.dead_netns)
+        for identity, route in want.items():
+            netns = identity[0]
+            old = had.pop(identity, None)
+            if old is not None and (self._route_gone(netns, old, gone)):
+                old = None
+            if old == route:
+                continue
+            if old is not None:
+                self.ops.append(Operation(ROUTE_DEL, netns, old["dev"], route_subject(old),
+                                          params=old))
+            self.ops.append(Operation(ROUTE_ADD, netns, route["dev"], route_subject(route),
+                                      params=route))
+        for identity, old in had.items():
+            if not self._route_gone(identity[0], old, gone):
+                self.ops.append(Operation(ROUTE_DEL, identity[0], old["dev"],
+                                          route_subject(old), params=old))
+
+    @staticmethod
+    def _route_gone(netns: str, route: dict[str, Any], gone: set[Key]) -> bool:
+        """The kernel already dropped it with its device or its VRF."""
+        return ((netns, route["dev"]) in gone
+                or (VRF in route and (netns, route[VRF]) in gone))
+
+    @staticmethod
+    def route_table(side: _Side, skip_netns: set[str]) -> dict[tuple, dict[str, Any]]:
+        table: dict[tuple, dict[str, Any]] = {}
+        for (netns, _), obj in side.ifaces.items():
+            if netns in skip_netns:
+                continue
+            for route in routes_of(obj):
+                where = (("table", route["table"]) if "table" in route
+                         else (VRF, route[VRF]) if VRF in route else None)
+                table[(netns, route["to"], where, route.get("metric"))] = route
+        return table

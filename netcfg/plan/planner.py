@@ -1,0 +1,297 @@
+"""Planner: order operations into batches (STYLE.md 5: ordering is data).
+
+``build_plan(ops)`` drops removals that a bigger removal implies, links each
+operation to the ones it needs first (ADDITION_RULES and REMOVAL_RULES
+below), and lays the graph out in layers: every operation of a batch can be
+sent at once, and a batch only needs the batches before it. Removals come in batches of their
+own before any addition, so a re-created device is first deleted, an
+address moved between devices first removed, and so on.
+
+Pure data in, pure data out; linear in the number of operations apart from
+sorting each batch (every relation is a dict lookup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from netcfg.compile.model import ROOT_NETNS
+from netcfg.plan.diff import (LOWER_NETNS_PARAM, LOWER_PARAM, PEER_NETNS_PARAM, PEER_PARAM,
+                              PORT_SUBJECT)
+from netcfg.plan.graph import CycleError, layered_order
+from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN,
+                             LINK_SET, LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL,
+                             REMOVALS, ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL,
+                             Operation)
+
+Key = tuple[str, str]
+Relation = Callable[[Operation], Iterable[Key]]
+
+ACTION_INDEX = {action: i for i, action in enumerate(ACTIONS)}
+ADDITIONS = tuple(a for a in ACTIONS if a not in REMOVALS)
+
+
+# ---------------------------------------------------------------- relations
+# Each maps an operation to the devices (netns, name) it relates to. A
+# namespace is the device (ROOT_NETNS, name), as its netns-add/-del names it.
+
+def same_device(op: Operation) -> Iterable[Key]:
+    return ((op.netns, op.name),)
+
+
+def own_namespace(op: Operation) -> Iterable[Key]:
+    return ((ROOT_NETNS, op.netns),) if op.netns != ROOT_NETNS else ()
+
+
+def peer_namespace(op: Operation) -> Iterable[Key]:
+    netns = op.params.get(PEER_NETNS_PARAM)
+    return ((ROOT_NETNS, netns),) if netns and netns != op.netns else ()
+
+
+def lower_device(op: Operation) -> Iterable[Key]:
+    lower = op.params.get(LOWER_PARAM)
+    return ((op.params.get(LOWER_NETNS_PARAM, op.netns), lower),) if lower else ()
+
+
+def master_device(op: Operation) -> Iterable[Key]:
+    master = op.params.get("master")
+    return ((op.netns, master),) if master else ()
+
+
+def vrf_device(op: Operation) -> Iterable[Key]:
+    vrf = op.params.get("vrf")
+    return ((op.netns, vrf),) if vrf else ()
+
+
+def link_settings(op: Operation) -> Iterable[Key]:
+    """A link-set of link attributes (mtu, addr-gen-mode...): set them before
+    the device is enslaved."""
+    return same_device(op) if op.subject != PORT_SUBJECT else ()
+
+
+def port_settings(op: Operation) -> Iterable[Key]:
+    """A link-set of bridge-port attributes: only possible once enslaved."""
+    return same_device(op) if op.subject == PORT_SUBJECT else ()
+
+
+# ---------------------------------------------------------------- the rules
+
+AFTER, BEFORE = "after", "before"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """``dependent`` operations come after ``prerequisite`` operations on the
+    devices that ``relation`` names. With ``applies_to`` AFTER the relation is
+    applied to the dependent (what does it need?); with BEFORE it is applied
+    to the prerequisite (what must wait for it?)."""
+
+    dependent: str
+    prerequisite: str
+    relation: Relation
+    applies_to: str = AFTER
+
+
+def _rules(dependents: Iterable[str], prerequisites: Iterable[str], relation: Relation,
+           applies_to: str = AFTER) -> list[Rule]:
+    return [Rule(d, p, relation, applies_to) for d in dependents for p in prerequisites]
+
+
+ADDITION_RULES: tuple[Rule, ...] = (
+    # Everything in a namespace after the namespace; a veth also after the
+    # namespace its peer is created straight into.
+    *_rules([a for a in ADDITIONS if a != NETNS_ADD], [NETNS_ADD], own_namespace),
+    Rule(LINK_ADD, NETNS_ADD, peer_namespace),
+    # A vlan or macvlan after the device it sits on.
+    Rule(LINK_ADD, LINK_ADD, lower_device),
+    # Link attributes before enslaving; port attributes after.
+    Rule(LINK_SET, LINK_ADD, same_device),
+    Rule(MASTER_SET, LINK_SET, link_settings, BEFORE),
+    Rule(LINK_SET, MASTER_SET, port_settings),
+    # Enslave once both exist.
+    Rule(MASTER_SET, LINK_ADD, same_device),
+    Rule(MASTER_SET, LINK_ADD, master_device),
+    # Port VLANs once it is a port; VNIs once the vxlan exists.
+    *_rules([VLAN_ADD], [LINK_ADD, MASTER_SET], same_device),
+    Rule(VNI_ADD, LINK_ADD, same_device),
+    # Enslaving to a VRF cycles the device: addresses after it.
+    *_rules([ADDR_ADD], [LINK_ADD, MASTER_SET], same_device),
+    # Up last: addr-gen-mode and ports' VLANs must be in place first
+    # (IPv6 autoconf on hundreds of ports floods the bridge, DESIGN.md).
+    *_rules([LINK_UP], [LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD], same_device),
+    # The kernel refuses a gateway that is not reachable on an up link.
+    *_rules([ROUTE_ADD], [LINK_ADD, MASTER_SET, ADDR_ADD, LINK_UP], same_device),
+    *_rules([ROUTE_ADD], [LINK_ADD, LINK_UP], vrf_device),
+)
+
+REMOVAL_RULES: tuple[Rule, ...] = (
+    # Routes first: an address or an up link may be what makes the gateway
+    # reachable; the kernel flushes routes itself when the link goes down.
+    Rule(ADDR_DEL, ROUTE_DEL, same_device),
+    # Releasing from a VRF cycles the device.
+    *_rules([MASTER_UNSET], [ROUTE_DEL, ADDR_DEL, VLAN_DEL], same_device),
+    *_rules([LINK_DOWN], [ROUTE_DEL, ADDR_DEL, VLAN_DEL, VNI_DEL, MASTER_UNSET], same_device),
+    # A master after its ports are released, a VRF after its routes, a lower
+    # device after the devices on it.
+    Rule(LINK_DEL, MASTER_UNSET, master_device, BEFORE),
+    Rule(LINK_DEL, ROUTE_DEL, vrf_device, BEFORE),
+    Rule(LINK_DEL, LINK_DEL, lower_device, BEFORE),
+    # A namespace last; deleting it would take a veth's other end with it.
+    Rule(NETNS_DEL, LINK_DEL, peer_namespace, BEFORE),
+    *_rules([NETNS_DEL], [a for a in REMOVALS if a != NETNS_DEL], own_namespace, BEFORE),
+)
+
+# Removals the kernel does by itself when it deletes the device.
+IMPLIED_BY_LINK_DEL = frozenset({ROUTE_DEL, ADDR_DEL, VLAN_DEL, VNI_DEL, MASTER_UNSET, LINK_DOWN})
+
+
+# ---------------------------------------------------------------- the plan
+
+@dataclass
+class Plan:
+    """Batches of operations: each batch only needs the ones before it."""
+
+    batches: list[list[Operation]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # Filled by the lowering report (plan/lowering.py): what lowering did.
+    lowering: Any = None
+    # Each batch sequence (removals, additions) with its (prerequisite,
+    # dependent) index pairs; see dependencies().
+    graphs: list[tuple[list[Operation], list[tuple[int, int]]]] = field(
+        default_factory=list, repr=False)
+
+    @property
+    def operations(self) -> list[Operation]:
+        return [op for batch in self.batches for op in batch]
+
+    def dependencies(self) -> list[tuple[Operation, Operation]]:
+        """(prerequisite, dependent) pairs: why each operation sits where it does."""
+        return sorted(((ops[b], ops[a]) for ops, edges in self.graphs for b, a in edges),
+                      key=lambda pair: (sort_key(pair[0]), sort_key(pair[1])))
+
+    def __len__(self) -> int:
+        return sum(len(batch) for batch in self.batches)
+
+    def to_text(self) -> str:
+        lines: list[str] = []
+        for number, batch in enumerate(self.batches, 1):
+            lines.append(f"batch {number} ({len(batch)} ops):")
+            lines.extend(f"  {op.describe()}" for op in batch)
+        if not lines:
+            lines.append("nothing to do")
+        lines.extend(f"note: {note}" for note in self.notes)
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "batches": [[op.to_json() for op in batch] for batch in self.batches],
+            "operations": len(self),
+            "notes": list(self.notes),
+        }
+        if self.lowering is not None:
+            out["lowering"] = (self.lowering.to_json() if hasattr(self.lowering, "to_json")
+                               else self.lowering)
+        return out
+
+    def to_dot(self) -> str:
+        """Graphviz: operations, their dependencies, one rank per batch."""
+        # "/" is in neither interface nor namespace names: ids cannot clash.
+        ids = {op.key: _dot_quote(f"{op.action} {op.netns}/{op.name}"
+                                  + (f" {op.subject}" if op.subject else ""))
+               for op in self.operations}
+        lines = ["digraph plan {", "  rankdir=LR;", "  node [shape=box, fontsize=10];"]
+        for number, batch in enumerate(self.batches, 1):
+            lines.append(f"  subgraph {_dot_quote(f'batch {number}')} {{")
+            lines.append("    rank=same;")
+            for op in batch:
+                lines.append(f"    {ids[op.key]} [label={_dot_quote(op.describe())}];")
+            lines.append("  }")
+        for before, after in self.dependencies():
+            lines.append(f"  {ids[before.key]} -> {ids[after.key]};")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def sort_key(op: Operation) -> tuple[int, str, str, str]:
+    """Order inside a batch: by action (ops.ACTIONS), then object, then subject."""
+    return (ACTION_INDEX[op.action], op.netns, op.name, op.subject)
+
+
+def build_plan(ops: Iterable[Operation]) -> Plan:
+    """Order ``ops`` into batches: removals first, then additions."""
+    unique = list({op.key: op for op in ops}.values())
+    kept = drop_implied(unique)
+    notes = []
+    if len(kept) < len(unique):
+        notes.append(f"{len(unique) - len(kept)} removals left to the kernel: it does them "
+                     f"when it deletes the device or namespace")
+    removals = [op for op in kept if op.action in REMOVALS]
+    additions = [op for op in kept if op.action not in REMOVALS]
+    plan = Plan(notes=notes)
+    for group, rules in ((removals, REMOVAL_RULES), (additions, ADDITION_RULES)):
+        edges = dependencies(group, rules)
+        deps: dict[int, list[int]] = {}
+        for before, after in edges:
+            deps.setdefault(after, []).append(before)
+        keys = [sort_key(op) for op in group]
+        try:
+            layers = layered_order(range(len(group)), deps, key=keys.__getitem__)
+        except CycleError as error:
+            raise CycleError([group[i] for i in error.cycle]) from None
+        for layer in layers:
+            plan.batches.append([group[i] for i in layer])
+        plan.graphs.append((group, edges))
+    return plan
+
+
+def drop_implied(ops: list[Operation]) -> list[Operation]:
+    """Leave out removals that deleting a device or namespace already does."""
+    deleted_links = set()
+    for op in ops:
+        if op.action == LINK_DEL:
+            deleted_links.add((op.netns, op.name))
+            if op.params.get(PEER_PARAM):  # a veth takes its other end with it
+                deleted_links.add((op.params.get(PEER_NETNS_PARAM, op.netns),
+                                   op.params[PEER_PARAM]))
+    deleted_netns = {op.name for op in ops if op.action == NETNS_DEL}
+    if not deleted_links and not deleted_netns:
+        return ops
+    return [op for op in ops if not (
+        op.action in REMOVALS and op.action != NETNS_DEL and op.netns in deleted_netns
+        or op.action in IMPLIED_BY_LINK_DEL and (op.netns, op.name) in deleted_links)]
+
+
+def dependencies(ops: list[Operation], rules: Iterable[Rule]) -> list[tuple[int, int]]:
+    """(prerequisite, dependent) index pairs that ``rules`` give over ``ops``."""
+    by_action: dict[str, list[int]] = {}
+    on_device: dict[tuple[str, str, str], list[int]] = {}
+    for i, op in enumerate(ops):
+        by_action.setdefault(op.action, []).append(i)
+        on_device.setdefault((op.action, op.netns, op.name), []).append(i)
+        # One link-add creates both ends of a veth: the far end's operations
+        # wait for it as they would for their own link-add.
+        peer = op.params.get(PEER_PARAM) if op.action in (LINK_ADD, LINK_DEL) else None
+        if peer:
+            far = (op.action, op.params.get(PEER_NETNS_PARAM, op.netns), peer)
+            on_device.setdefault(far, []).append(i)
+    edges: set[tuple[int, int]] = set()
+    for rule in rules:
+        if rule.dependent not in by_action or rule.prerequisite not in by_action:
+            continue
+        after = rule.applies_to == AFTER
+        # The relation runs on `source` operations and names devices whose
+        # `target` operations are on the other end of the edge.
+        source, target = ((rule.dependent, rule.prerequisite) if after
+                          else (rule.prerequisite, rule.dependent))
+        for i in by_action.get(source, ()):
+            for netns, name in rule.relation(ops[i]):
+                for j in on_device.get((target, netns, name), ()):
+                    if i != j:
+                        edges.add((j, i) if after else (i, j))
+    return list(edges)

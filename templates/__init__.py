@@ -1,0 +1,1 @@
+"""Shipped Mako templates: lib/ (defs) and examples/ (applied in CI)."""

@@ -1,0 +1,147 @@
+"""The netcfg command line: exit codes, output forms, no tracebacks."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from netcfg.cli import EXIT_INTERNAL, main
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "templates" / "examples"
+
+
+def run(argv, stdin: str | None = None, monkeypatch=None):
+    out, err = io.StringIO(), io.StringIO()
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_help_documents_exit_codes():
+    proc = subprocess.run([sys.executable, "-m", "netcfg", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "exit codes:" in proc.stdout and "1  the config is invalid" in proc.stdout
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["check", "--no-such-flag"],
+                                  ["check", "--set", "not an assignment"]])
+def test_usage_errors_exit_2(argv):
+    code, _, err = run(argv)
+    assert code == 2
+    assert "Traceback" not in err
+
+
+def test_invalid_config_exit_1_with_located_errors(tmp_path):
+    (tmp_path / "a.tmpl").write_text("auto eth1\niface eth1\n    mtu 10\n")
+    code, _, err = run(["check", "-c", str(tmp_path)])
+    assert code == 1
+    assert err.splitlines() == [
+        f"{tmp_path}/a.tmpl:3: error: eth1: mtu: 10 is less than the minimum of 68",
+        "netcfg: 1 error; nothing was changed",
+    ]
+
+
+def test_missing_config_is_an_error_not_a_traceback(tmp_path):
+    code, _, err = run(["check", "-c", str(tmp_path / "nope")])
+    assert code == 1
+    assert "no such file or directory" in err and "Traceback" not in err
+
+
+def test_empty_config_dir_says_so(tmp_path):
+    code, _, err = run(["check", "-c", str(tmp_path)])
+    assert code == 1 and "no *.tmpl files" in err
+
+
+def test_render_of_plain_file_is_identity(tmp_path):
+    text = "auto eth0\niface eth0 inet dhcp\n# a comment\n"
+    (tmp_path / "interfaces").write_text(text)
+    code, out, _ = run(["render", "-c", str(tmp_path / "interfaces")])
+    assert code == 0 and out == text
+
+
+def test_vars_json_and_set(tmp_path):
+    (tmp_path / "vars.json").write_text('{"n": 2, "prefix": "dummy"}')
+    (tmp_path / "a.tmpl").write_text(
+        "% for i in range(n):\nauto ${prefix}${i}\niface ${prefix}${i}\n    link-type dummy\n"
+        "% endfor\n")
+    code, out, _ = run(["render", "-c", str(tmp_path), "--set", "n=3"])
+    assert code == 0
+    assert [l for l in out.splitlines() if l.startswith("iface")] == [
+        "iface dummy0", "iface dummy1", "iface dummy2"]
+
+
+def test_bad_vars_json_is_located(tmp_path):
+    (tmp_path / "vars.json").write_text('{\n  "n": 2,\n}\n')
+    (tmp_path / "a.tmpl").write_text("auto lo\n")
+    code, _, err = run(["check", "-c", str(tmp_path)])
+    assert code == 1 and err.startswith(f"{tmp_path}/vars.json:3: error: not valid JSON")
+
+
+def test_check_json_summary():
+    code, out, _ = run(["check", "-c", str(EXAMPLES / "tenants.tmpl"), "--json"])
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["ok"] is True and summary["namespaces"] == 3 and summary["targets"] == 3
+
+
+def test_plan_json_and_dot():
+    code, out, _ = run(["plan", "-c", str(EXAMPLES / "tenants.tmpl"), "--json"])
+    assert code == 0
+    plan = json.loads(out)
+    first = plan["batches"][0]
+    assert {op["action"] for op in first} == {"netns-add"}
+    assert sorted(op["name"] for op in first) == ["alpha", "beta", "gamma"]
+    code, out, _ = run(["plan", "-c", str(EXAMPLES / "tenants.tmpl"), "--dot"])
+    assert code == 0 and out.startswith("digraph")
+
+
+def test_json_model_from_stdin_compiles_to_the_same_model(monkeypatch):
+    from netcfg.compile import ConfigSource, compile_config
+    from netcfg.compile.jsonform import model_to_json
+
+    stanza_model = compile_config(ConfigSource(path=str(EXAMPLES / "tenants.tmpl"))).model
+    doc = json.dumps(model_to_json(stanza_model))
+    code, out, err = run(["check", "-c", "-", "--json"], stdin=doc, monkeypatch=monkeypatch)
+    assert code == 0, err
+    again = compile_config(ConfigSource(path="-", stdin_text=doc)).model
+    assert model_to_json(again) == model_to_json(stanza_model)
+
+
+def test_stanzas_from_stdin(monkeypatch):
+    code, _, err = run(["check", "-c", "-"], stdin="auto d0\niface d0\n    link-type dummy\n",
+                       monkeypatch=monkeypatch)
+    assert code == 0, err
+
+
+def test_syntax_help():
+    code, out, _ = run(["syntax-help", "bridge-vids"])
+    assert code == 0
+    assert out.startswith("bridge-vids VALUE...") and "bridge" in out
+    code, _, err = run(["syntax-help", "bridge-prots"])
+    assert code == 2 and "did you mean 'bridge-ports'" in err
+    code, out, _ = run(["syntax-help"])
+    assert code == 0 and "vxlan-id" in out and "chap-secret-file" in out
+
+
+def test_internal_error_has_no_traceback_unless_debug(monkeypatch, tmp_path):
+    import netcfg.cli
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    (tmp_path / "a.tmpl").write_text("auto lo\n")
+    monkeypatch.setattr(netcfg.cli, "cmd_check", broken)
+    code, _, err = run(["check", "-c", str(tmp_path)])
+    assert code == EXIT_INTERNAL
+    assert "internal error: RuntimeError: boom" in err and "Traceback" not in err
+    code, _, err = run(["--debug", "check", "-c", str(tmp_path)])
+    assert "Traceback" in err

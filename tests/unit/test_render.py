@@ -1,0 +1,288 @@
+"""Rendering config templates, and mapping every output line back to the template."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from netcfg.compile.location import SourceLocation
+from netcfg.compile.render import RenderedSource, Renderer, uses_mako
+from netcfg.errors import ConfigInvalid
+
+
+def write(path, text: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def lines_with_locations(source: RenderedSource) -> list[tuple[str, tuple[str, int]]]:
+    """(rendered line, (file, line)) for every non-blank rendered line."""
+    return [
+        (line, tuple(source.location(i)))
+        for i, line in enumerate(source.text.split("\n"), 1)
+        if line.strip()
+    ]
+
+
+def render_error(renderer: Renderer, path: str):
+    with pytest.raises(ConfigInvalid) as info:
+        renderer.render_file(path)
+    assert len(info.value.diagnostics) == 1
+    return info.value.diagnostics[0]
+
+
+def test_plain_file_is_not_rendered(tmp_path):
+    text = "# a comment\nauto lo\niface lo inet loopback\n    mtu 100%\n"
+    path = write(tmp_path / "interfaces", text)
+    source = Renderer([], {}).render_file(path)
+    assert source == RenderedSource(path, text, None)
+    assert source.location(3) == SourceLocation(path, 3)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("auto lo\n# one hash is ifupdown2's comment\n", False),
+        ("iface x\n    mtu ${mtu}\n", True),
+        ("<%namespace file='a.tmpl'/>\n", True),
+        ("auto lo\n  % if x:\n", True),
+        ("auto lo\n## a Mako comment\n", True),
+        ("    address 10.0.0.1/24  # 50% of the time\n", False),
+    ],
+)
+def test_uses_mako(text, expected):
+    assert uses_mako(text) is expected
+
+
+def test_variables_and_for_loop_map_to_template_lines(tmp_path):
+    path = write(
+        tmp_path / "cfg" / "interfaces.tmpl",
+        """\
+        # ports
+        % for i in range(1, 3):
+        auto swp${i}
+        iface swp${i}
+            mtu ${mtu}
+            alias port ${i}
+        % endfor
+        iface last
+        """,
+    )
+    source = Renderer([], {"mtu": 9000}).render_file(path)
+    assert source.name == path
+    assert lines_with_locations(source) == [
+        ("# ports", (path, 1)),
+        ("auto swp1", (path, 3)),
+        ("iface swp1", (path, 4)),
+        ("    mtu 9000", (path, 5)),
+        ("    alias port 1", (path, 6)),
+        ("auto swp2", (path, 3)),
+        ("iface swp2", (path, 4)),
+        ("    mtu 9000", (path, 5)),
+        ("    alias port 2", (path, 6)),
+        ("iface last", (path, 8)),
+    ]
+
+
+def test_namespace_def_lines_map_to_the_library_file(tmp_path):
+    lib = tmp_path / "lib"
+    lib_file = write(
+        lib / "ports.tmpl",
+        """\
+        ## Library of port stanzas.
+        <%def name="port(n, mtu)">
+        iface swp${n}
+            mtu ${mtu}
+        </%def>
+        """,
+    )
+    path = write(
+        tmp_path / "cfg" / "interfaces.tmpl",
+        """\
+        <%namespace name="p" file="ports.tmpl"/>
+        <%namespace name="q" file="/ports.tmpl"/>
+        auto swp1
+        ${p.port(1, 1500)}
+        ${q.port(2, 9000)}
+        """,
+    )
+    source = Renderer([str(lib)], {}).render_file(path)
+    assert lines_with_locations(source) == [
+        ("auto swp1", (path, 3)),
+        ("iface swp1", (lib_file, 3)),
+        ("    mtu 1500", (lib_file, 4)),
+        ("iface swp2", (lib_file, 3)),
+        ("    mtu 9000", (lib_file, 4)),
+    ]
+
+
+def test_indentation_written_by_caller_does_not_hide_the_def(tmp_path):
+    lib = tmp_path / "lib"
+    lib_file = write(lib / "attrs.tmpl", '<%def name="mtu(v)">mtu ${v}</%def>\n')
+    path = write(
+        tmp_path / "interfaces.tmpl",
+        """\
+        <%namespace name="a" file="attrs.tmpl"/>
+        iface swp1
+            ${a.mtu(9000)}
+        """,
+    )
+    source = Renderer([str(lib)], {}).render_file(path)
+    assert lines_with_locations(source) == [
+        ("iface swp1", (path, 2)),
+        ("    mtu 9000", (lib_file, 1)),
+    ]
+
+
+def test_multi_line_expression_maps_to_its_line(tmp_path):
+    path = write(tmp_path / "t.tmpl", "auto lo\n${body}\niface end\n")
+    source = Renderer([], {"body": "iface a\n    mtu 1\n"}).render_file(path)
+    assert lines_with_locations(source) == [
+        ("auto lo", (path, 1)),
+        ("iface a", (path, 2)),
+        ("    mtu 1", (path, 2)),
+        ("iface end", (path, 3)),
+    ]
+
+
+def test_mako_joins_backslash_continuations(tmp_path):
+    # In a template, Mako itself consumes a backslash-newline; the joined
+    # line keeps the location of its first part.
+    path = write(tmp_path / "t.tmpl", "iface br${n}\n    bridge-ports a \\\n  b\n    mtu 1\n")
+    source = Renderer([], {"n": 0}).render_file(path)
+    assert lines_with_locations(source) == [
+        ("iface br0", (path, 1)),
+        ("    bridge-ports a   b", (path, 2)),
+        ("    mtu 1", (path, 4)),
+    ]
+
+
+def test_render_text_uses_the_given_name(tmp_path):
+    lib = tmp_path / "lib"
+    write(lib / "x.tmpl", '<%def name="loopback()">lo</%def>\n')
+    text = '<%namespace name="x" file="x.tmpl"/>\nauto ${x.loopback()}\n'
+    source = Renderer([str(lib)], {}).render_text("<stdin>", text)
+    assert source.text == "\nauto lo\n"
+    assert source.location(2) == SourceLocation("<stdin>", 2)
+
+
+def test_last_line_without_newline_and_past_the_end(tmp_path):
+    path = write(tmp_path / "t.tmpl", "auto lo\niface ${name}")
+    source = Renderer([], {"name": "lo"}).render_file(path)
+    assert source.text == "auto lo\niface lo"
+    assert source.origins == [SourceLocation(path, 1), SourceLocation(path, 2)]
+    assert source.location(7) == SourceLocation(path, 2)
+
+
+def test_library_reused_across_renders(tmp_path):
+    lib = tmp_path / "lib"
+    lib_file = write(lib / "p.tmpl", '<%def name="port(n)">iface swp${n}\n</%def>\n')
+    renderer = Renderer([str(lib)], {})
+    for k in range(2):
+        path = write(tmp_path / f"t{k}.tmpl", f'<%namespace name="p" file="p.tmpl"/>\n${{p.port({k})}}')
+        source = renderer.render_file(path)
+        assert lines_with_locations(source) == [(f"iface swp{k}", (lib_file, 1))]
+
+
+def test_undefined_variable_names_it_at_its_use(tmp_path):
+    path = write(
+        tmp_path / "t.tmpl",
+        """\
+        auto lo
+        % for v in vlans:
+        iface vlan${v}
+            vlan-id ${vlanz}
+        % endfor
+        """,
+    )
+    diag = render_error(Renderer([], {"vlans": [10]}), path)
+    assert diag.loc == SourceLocation(path, 4)
+    assert diag.message == (
+        "template error: NameError: name 'vlanz' is not defined\n    vlan-id ${vlanz}"
+    )
+
+
+def test_undefined_variable_in_a_library_def(tmp_path):
+    lib = tmp_path / "lib"
+    lib_file = write(
+        lib / "p.tmpl",
+        """\
+        <%def name="port(n)">
+        iface swp${n}
+            mtu ${port_mtu}
+        </%def>
+        """,
+    )
+    path = write(tmp_path / "t.tmpl", '<%namespace name="p" file="p.tmpl"/>\n${p.port(1)}\n')
+    diag = render_error(Renderer([str(lib)], {}), path)
+    assert diag.loc == SourceLocation(lib_file, 3)
+    assert diag.message == (
+        "template error: NameError: name 'port_mtu' is not defined\n    mtu ${port_mtu}"
+    )
+
+
+def test_syntax_error_location(tmp_path):
+    path = write(tmp_path / "t.tmpl", "auto lo\n% for v in vlans:\niface vlan${v}\n")
+    diag = render_error(Renderer([], {"vlans": []}), path)
+    assert diag.loc == SourceLocation(path, 2)
+    assert diag.message == (
+        "template error: SyntaxException: Unterminated control keyword: 'for'\n"
+        "    % for v in vlans:"
+    )
+
+
+def test_syntax_error_in_library_template(tmp_path):
+    lib = tmp_path / "lib"
+    lib_file = write(lib / "bad.tmpl", '## x\n<%def name="f()">\n${f(}\n</%def>\n')
+    path = write(tmp_path / "t.tmpl", '<%namespace name="b" file="bad.tmpl"/>\n${b.f()}\n')
+    diag = render_error(Renderer([str(lib)], {}), path)
+    assert diag.loc == SourceLocation(lib_file, 3)
+    assert diag.message.startswith("template error: SyntaxException: ")
+    assert diag.message.endswith("\n    ${f(}")
+
+
+def test_runtime_exception_location(tmp_path):
+    path = write(tmp_path / "t.tmpl", "auto lo\niface lo\n    mtu ${1 // zero}\n")
+    diag = render_error(Renderer([], {"zero": 0}), path)
+    assert diag.loc == SourceLocation(path, 3)
+    assert diag.message == (
+        "template error: ZeroDivisionError: integer division or modulo by zero\n"
+        "    mtu ${1 // zero}"
+    )
+
+
+def test_runtime_exception_inside_library_def(tmp_path):
+    lib = tmp_path / "lib"
+    lib_file = write(
+        lib / "p.tmpl",
+        '<%def name="vid(v)">\n% if v > 4094:\n<% raise ValueError("vid %d too big" % v) %>\n'
+        "% endif\nvlan-id ${v}\n</%def>\n",
+    )
+    path = write(tmp_path / "t.tmpl", '<%namespace name="p" file="p.tmpl"/>\niface v\n    ${p.vid(5000)}\n')
+    diag = render_error(Renderer([str(lib)], {}), path)
+    assert diag.loc == SourceLocation(lib_file, 3)
+    assert diag.message == (
+        "template error: ValueError: vid 5000 too big\n"
+        '    <% raise ValueError("vid %d too big" % v) %>'
+    )
+
+
+def test_missing_library_template_is_located(tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    path = write(tmp_path / "t.tmpl", "# header\n<%namespace name='n' file='nope.tmpl'/>\nauto ${n.x()}\n")
+    diag = render_error(Renderer([str(lib)], {}), path)
+    assert diag.loc == SourceLocation(path, 2)
+    assert diag.message == (
+        "template error: TemplateLookupException: Can't locate template for uri "
+        f"'/nope.tmpl' (searched: {lib})\n    <%namespace name='n' file='nope.tmpl'/>"
+    )
+
+
+def test_unreadable_file(tmp_path):
+    path = str(tmp_path / "missing.tmpl")
+    diag = render_error(Renderer([], {}), path)
+    assert diag.loc == SourceLocation(path, 0)
+    assert diag.message == f"cannot read {path}: No such file or directory"
