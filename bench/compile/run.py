@@ -281,7 +281,9 @@ def bench_case(case: Case, netcfg: str, runs: int, quick: bool, log) -> Row:
 # ---- report ---------------------------------------------------------------------------------
 
 def _mib(n) -> str:
-    return f"{n / 2**20:,.0f} MiB" if isinstance(n, (int, float)) else "?"
+    if not isinstance(n, (int, float)):
+        return "?"
+    return f"{n / 2**20:,.1f} MiB" if n < 10 * 2**20 else f"{n / 2**20:,.0f} MiB"
 
 
 def _ratio(peer: Timing | None, ours: Timing | None, attr: str) -> str:
@@ -322,10 +324,29 @@ def print_table(rows: list[Row], runs: int) -> None:
             print(f"{r.case}: {r.peer_note}")
         if r.operations is not None:
             print(f"{r.case}: plan has {r.operations} operations")
-        text = r.lowering.get("text") or r.lowering.get("groups")
-        if text:
-            print(f"{r.case}: lowering: "
-                  + (text if isinstance(text, str) else json.dumps(text)[:400]))
+        for line in describe_lowering(r.lowering):
+            print(f"{r.case}: {line}")
+
+
+def describe_lowering(lowering: dict) -> list[str]:
+    """One line per lowered group and a count of refusals, from the plan's `lowering`."""
+    lines = []
+    for group in lowering.get("lowered") or lowering.get("groups") or ():
+        replaced = group.get("replaced") or []
+        names = ", ".join(replaced[:2]) + (f", ... {replaced[-1]}" if len(replaced) > 2 else "")
+        vlans = ",".join(group.get("vlans") or [])
+        lines.append(
+            f"lowered {len(replaced)} {group.get('kind', '?')}s ({names}) and "
+            f"{group.get('subinterfaces', '?')} subinterfaces into {group.get('into', '?')}"
+            f" (VLANs {vlans or '?'} on {len(group.get('ports') or [])} ports): "
+            f"-{group.get('netdevs_removed', '?')} +{group.get('netdevs_added', '?')} netdevs, "
+            f"{_mib(group.get('bytes_saved'))} saved")
+    refusals = lowering.get("refusals") or []
+    if refusals:
+        lines.append(f"{len(refusals)} lowering refusals, e.g. {refusals[0].get('reason', refusals[0])}")
+    if isinstance(lowering.get("text"), str):
+        lines.append(lowering["text"])
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -226,8 +226,9 @@ class _Parser:
                 rest = f"{more} {rest}"
             if (
                 head in keywords
-                or head[:6] == "allow-"
-                or (head == "netns" and raw[0] not in " \t")  # column 0 only
+                # Column 0 only: indented, these are attributes (a target's
+                # allow-initiator, an iface's netns).
+                or (raw[0] not in " \t" and (head[:6] == "allow-" or head == "netns"))
             ):
                 current = self._keyword(head, rest.split(), loc, source)
                 attributes = current[0].attributes if current and len(current) == 1 else None

@@ -228,6 +228,7 @@ SYNTAX: dict[str, Callable[[str], Any]] = {
     "lun": parse_lun,
     "size": parse_size,
     "string": parse_string,
+    "int-or-auto": lambda text: text if text == "auto" else parse_int(text),
 }
 
 FORMAT: dict[str, Callable[[Any], str]] = {
@@ -258,6 +259,8 @@ def parse_value(spec: AttributeSpec, text: str) -> Any:
 def format_value(spec: AttributeSpec, value: Any) -> list[str]:
     """A typed value -> the text of one or more stanza lines (without the name)."""
     fmt = FORMAT.get(spec.syntax or "")
+    if spec.syntax == "names" and not value:
+        return ["none"]  # ifupdown2's spelling of an empty port list
     if spec.type == "array":
         items = [fmt(v) if fmt else str(v) for v in value]
         return items if spec.repeatable else [" ".join(items)]

@@ -98,6 +98,22 @@ class Veth(Kind):
                              attrs={PEER_NAME: obj.name, PEER_NETNS: obj.netns},
                              implicit=True, loc=obj.where(PEER_NAME)),)
 
+    def complete_model(self, model: Model, report) -> None:
+        """A plain `iface eth0` stanza (in the peer's namespace) that a veth
+        names as its peer is that peer: operators write the far end's
+        addresses without repeating veth attributes, so it becomes a veth
+        rather than a physical port that cannot exist there."""
+        for obj in list(model.interfaces.values()):
+            if obj.kind != self.name or obj.implicit:
+                continue
+            key = peer_key(obj)
+            peer = model.interfaces.get(key) if key else None
+            if peer is not None and peer.kind == "physical":
+                peer.kind = self.name
+                peer.attrs[PEER_NAME] = obj.name
+                peer.attrs[PEER_NETNS] = obj.netns
+                peer.locs.setdefault(PEER_NAME, obj.where(PEER_NAME))
+
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         check_netns_attribute(obj, PEER_NETNS, report)
         key = peer_key(obj)

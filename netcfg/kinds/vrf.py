@@ -68,19 +68,6 @@ class Vrf(Kind):
     # The kernel has no way to move a VRF device to another table.
     immutable_attributes = frozenset({TABLE})
 
-    def complete(self, obj: ConfigObject, report) -> None:
-        # The schema accepts digits as text because stanza values are only
-        # converted for "type": "integer"; make them numbers here.
-        table = obj.attrs.get(TABLE)
-        if isinstance(table, str) and table.isdigit():
-            number = int(table)
-            if 1 <= number <= MAX_TABLE:
-                obj.attrs[TABLE] = number
-            else:
-                report.error(obj.where(TABLE),
-                             f"{obj.label()}: {TABLE} {table} is out of range 1-{MAX_TABLE}; "
-                             f"write a table id in range, or 'auto'", TABLE)
-
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         table = obj.attrs.get(TABLE)
         if table is None and TABLE not in obj.locs:

@@ -41,6 +41,9 @@ HANDLED_ELSEWHERE = frozenset({
     "link-down",                                   # link-up/link-down
     "bridge-vids", "bridge-pvid", "bridge-access",  # vlan-*
     "bridge-vlan-vni-map",                         # vlan-*, vni-*
+    # The ifupdown method is not kernel state: static/manual/loopback change
+    # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
+    "inet", "inet6",
 })
 # link-set params that only mean something on an enslaved port: a link-set
 # carrying them has this subject and comes after master-set.
