@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                     "set up ifupdown2's isolation (state dirs on tmpfs, ifupdown2.conf naming "
                     "FILE) and run ifup/ifdown/ifquery/ifreload with Debian's python.")
     parser.add_argument("--interfaces", metavar="FILE",
-                        help="interfaces file for ifupdown2 (also its default_interfaces_configfile)")
+                        help="interfaces file for ifupdown2 (and its "
+                             "default_interfaces_configfile)")
     parser.add_argument("--timeout", type=float, default=600.0, metavar="S")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

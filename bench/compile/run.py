@@ -9,7 +9,7 @@ For each case directory here (vlans/, tenants/: a netcfg.tmpl and its vars.json)
 2. `netcfg plan -c CASE --json` (render + parse + validate + lower + plan) and `netcfg check -c
    CASE` are timed, best wall time of N runs (3; 1 with --quick);
 3. ifupdown2 parses the rendered file once, `ifquery -a -i FILE`, inside a private mount+network
-   namespace (bench/common/sandbox.py), timed the same way (wall time of the process);
+   namespace (bench/common/sandbox.py), timed the same way (wall and CPU time);
 4. a table prints both times, their ratio and the lowering result (netdevs before/after, the
    kernel memory the lowering saves).
 
@@ -241,7 +241,8 @@ def bench_case(case: Case, netcfg: str, runs: int, quick: bool, log) -> Row:
         peer_file = base + ".ifupdown2.interfaces"
         with open(peer_file, "w") as f:
             f.write(peer_text)
-        row.peer_note = "root-namespace subset: " + ", ".join(f"{v} {k}" for k, v in changes.items())
+        row.peer_note = "root-namespace subset: " + ", ".join(
+            f"{v} {k}" for k, v in changes.items())
     row.peer_stanzas = count_stanzas(peer_text)
 
     log(f"{case.name}: netcfg plan --json, best of {runs}")
@@ -273,8 +274,9 @@ def bench_case(case: Case, netcfg: str, runs: int, quick: bool, log) -> Row:
     row.ifquery = Timing(peer.seconds, peer.cpu_seconds or 0.0)
     messages = [line for line in err.splitlines() if line.strip()]
     if messages:
+        where = os.path.relpath(base, REPO) + ".ifquery.err"
         row.peer_note += ("; " if row.peer_note else "") + \
-            f"ifquery printed {len(messages)} stderr lines (see {os.path.relpath(base, REPO)}.ifquery.err)"
+            f"ifquery printed {len(messages)} stderr lines (see {where})"
     return row
 
 
@@ -343,7 +345,8 @@ def describe_lowering(lowering: dict) -> list[str]:
             f"{_mib(group.get('bytes_saved'))} saved")
     refusals = lowering.get("refusals") or []
     if refusals:
-        lines.append(f"{len(refusals)} lowering refusals, e.g. {refusals[0].get('reason', refusals[0])}")
+        first = refusals[0].get("reason", refusals[0])
+        lines.append(f"{len(refusals)} lowering refusals, e.g. {first}")
     if isinstance(lowering.get("text"), str):
         lines.append(lowering["text"])
     return lines
@@ -355,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="small cases (vlans=400, tenants=100), one run each")
     parser.add_argument("--netcfg", metavar="PATH",
                         help="netcfg executable (default: .venv/bin/netcfg, then PATH)")
-    parser.add_argument("--runs", type=int, help="netcfg runs per measurement (default 3, 1 with --quick)")
+    parser.add_argument("--runs", type=int,
+                        help="netcfg runs per measurement (default 3, 1 with --quick)")
     parser.add_argument("--case", action="append", choices=[c.name for c in CASES],
                         help="run only this case (repeatable)")
     args = parser.parse_args(argv)

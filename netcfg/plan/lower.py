@@ -231,6 +231,8 @@ class _Merge:
 
 
 class _Lowering:
+    """One run of lower(): indexes, then decisions, then the new model."""
+
     def __init__(self, model: Model):
         self.model = model
         self.ifaces = model.interfaces
@@ -244,10 +246,10 @@ class _Lowering:
         self.taken: set[Key] = set()
         self.users: dict[Key, list[Key]] = {}       # lower port -> candidates on it
         # Who names whom (see _index).
-        self.named: dict[Key, list[tuple[ConfigObject, str]]] = {}
-        self.listed_by: dict[Key, ConfigObject] = {}
-        self.vlans_on: dict[Key, list[ConfigObject]] = {}
-        self.port_keys: dict[Key, list[Key]] = {}
+        self.named: dict[Key, list[tuple[ConfigObject, str]]] = {}  # (referrer, attribute)
+        self.listed_by: dict[Key, ConfigObject] = {}    # port -> plain bridge listing it
+        self.vlans_on: dict[Key, list[ConfigObject]] = {}   # device -> its plain VLANs
+        self.port_keys: dict[Key, list[Key]] = {}       # plain bridge -> its ports' keys
         self.bridges: list[ConfigObject] = []
         self._index()
 
@@ -595,7 +597,8 @@ class _Lowering:
         carrier = f" for {_at(bridge)}" if bridge else f" ({vlan.loc})"
         return f"also carries {vlan.name}{carrier}, which is not lowered"
 
-    def _groups(self, candidates: dict[Key, _Candidate], alive: set[Key]) -> Iterable[list[_Candidate]]:
+    def _groups(self, candidates: dict[Key, _Candidate],
+                alive: set[Key]) -> Iterable[list[_Candidate]]:
         """Candidates sharing lower ports, transitively; in name order."""
         order = sorted((candidates[k] for k in alive), key=lambda c: c.order)
         seen: set[Key] = set()
@@ -906,7 +909,8 @@ def _snooping(where: str) -> str:
             f"ports and querier state between its VLANs. Write bridge-mcsnoop no to lower it")
 
 
-def _with(obj: ConfigObject, attrs: dict[str, Any], loc: SourceLocation | None = None) -> ConfigObject:
+def _with(obj: ConfigObject, attrs: dict[str, Any],
+          loc: SourceLocation | None = None) -> ConfigObject:
     """A copy of obj with some attributes set; obj itself is not changed."""
     locs = dict(obj.locs)
     for attribute in attrs:
@@ -921,40 +925,25 @@ def _kind_bytes(kind: str) -> int:
 
 def _ranges(ids: Iterable[int]) -> list[str]:
     """``[7, 1, 2, 3]`` -> ``["1-3", "7"]``."""
-    out: list[str] = []
-    start = prev = None
+    runs: list[list[int]] = []
     for i in sorted(set(ids)):
-        if prev is not None and i == prev + 1:
-            prev = i
-            continue
-        if start is not None:
-            out.append(f"{start}-{prev}" if prev != start else str(start))
-        start = prev = i
-    if start is not None:
-        out.append(f"{start}-{prev}" if prev != start else str(start))
-    return out
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return [f"{a}-{b}" if a != b else str(a) for a, b in runs]
 
 
 def _map_ranges(pairs: list[tuple[int, int]]) -> list[str]:
     """Sorted (VLAN, VNI) pairs -> ``["100-101=1000-1001", "200=5000"]``:
     a range only where both sides are consecutive."""
-    out: list[str] = []
-    run: list[tuple[int, int]] = []
-
-    def flush() -> None:
-        (v0, n0), (v1, n1) = run[0], run[-1]
-        out.append(f"{v0}={n0}" if v0 == v1 else f"{v0}-{v1}={n0}-{n1}")
-
+    runs: list[list[int]] = []
     for vid, vni in pairs:
-        if run and vid == run[-1][0] + 1 and vni == run[-1][1] + 1:
-            run.append((vid, vni))
-            continue
-        if run:
-            flush()
-        run = [(vid, vni)]
-    if run:
-        flush()
-    return out
+        if runs and runs[-1][1] == vid - 1 and runs[-1][3] == vni - 1:
+            runs[-1][1], runs[-1][3] = vid, vni
+        else:
+            runs.append([vid, vid, vni, vni])
+    return [f"{v0}={n0}" if v0 == v1 else f"{v0}-{v1}={n0}-{n1}" for v0, v1, n0, n1 in runs]
 
 
 _DIGITS = re.compile(r"(\d+)")

@@ -175,11 +175,13 @@ class Plan:
         return sum(len(batch) for batch in self.batches)
 
     def to_text(self) -> str:
-        lines: list[str] = []
+        lines: list[str] = [f"plan: {len(self)} operations in {len(self.batches)} batches"]
+        if self.lowering is not None:
+            lines.extend(self.lowering.to_text())
         for number, batch in enumerate(self.batches, 1):
             lines.append(f"batch {number} ({len(batch)} ops):")
             lines.extend(f"  {op.describe()}" for op in batch)
-        if not lines:
+        if not self.batches:
             lines.append("nothing to do")
         lines.extend(f"note: {note}" for note in self.notes)
         return "\n".join(lines) + "\n"

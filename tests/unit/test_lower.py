@@ -383,6 +383,26 @@ def test_refuses_a_lower_port_with_other_vlans_and_cascades():
     ]
 
 
+def test_refuses_a_vlan_of_a_device_in_another_namespace():
+    objs = [*phys("swp1"), *per_vlan(10, ("swp1",), 10, netns="t1")]
+    objs[2].attrs["vlan-raw-netns"] = ""
+    objs[2].locs["vlan-raw-netns"] = at(97)
+    assert refused(*objs) == [
+        f"br10 (netns t1, {F}:10) not lowered: its port swp1.10 is a VLAN of a device in "
+        f"another namespace ({F}:97), which cannot be a port of br10"]
+
+
+def test_a_veth_peer_does_not_stop_its_other_end_from_being_a_port():
+    objs = [iface("v1", "veth", 1, veth_peer_name="v1p", veth_peer_netns="t1"),
+            iface("v1p", "veth", 3, netns="t1", veth_peer_name="v1", veth_peer_netns=""),
+            *per_vlan(10, ("v1",), 10), *per_vlan(11, ("v1",), 20)]
+    new, report = lower(build(*objs))
+    assert report.refusals == []
+    assert new.iface("", "vbr0").attrs["bridge-ports"] == ["v1"]
+    assert new.iface("", "v1").attrs["bridge-vids"] == ["10-11"]
+    assert new.iface("t1", "v1p") is objs[1]
+
+
 def test_lower_off_files():
     off = "/etc/netcfg/legacy.tmpl"
     objs = [*phys("swp1"), *per_vlan(10, ("swp1",), 10)]

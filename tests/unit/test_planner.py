@@ -186,6 +186,7 @@ def test_to_text_json_dot():
     plan = build_plan([op(LINK_ADD, "br0", kind="bridge"), op(LINK_UP, "br0"),
                        op(ADDR_DEL, "x", "10.0.0.1/24", netns="t1")])
     assert plan.to_text() == (
+        "plan: 3 operations in 3 batches\n"
         "batch 1 (1 ops):\n"
         "  - addr-del x (netns t1) 10.0.0.1/24\n"
         "batch 2 (1 ops):\n"
@@ -209,7 +210,7 @@ def test_to_text_json_dot():
 
 def test_empty_plan():
     plan = build_plan([])
-    assert plan.to_text() == "nothing to do\n"
+    assert plan.to_text() == "plan: 0 operations in 0 batches\nnothing to do\n"
     assert plan.to_json() == {"batches": [], "operations": 0, "notes": []}
     assert len(plan) == 0 and isinstance(plan, Plan) and plan.lowering is None
 
@@ -247,7 +248,7 @@ def test_plan_of_a_diff_and_of_its_reverse():
         ["netns-del t1"],
         ["link-set swp1"],
     ]
-    assert build_plan(diff(desired, desired)).to_text() == "nothing to do\n"
+    assert build_plan(diff(desired, desired)).to_text() == "plan: 0 operations in 0 batches\nnothing to do\n"
 
 
 def test_200k_operations_plan_quickly():
