@@ -173,6 +173,8 @@ def count_stanzas(text: str) -> int:
 
 def find_netcfg(given: str | None) -> str:
     if given:
+        if not (os.access(given, os.X_OK) or shutil.which(given)):
+            raise SystemExit(f"run.py: --netcfg {given}: not an executable")
         return given
     venv = os.path.join(REPO, ".venv", "bin", "netcfg")
     if os.access(venv, os.X_OK):

@@ -166,7 +166,7 @@ def _join_continued(line: str, numbered) -> str:
 # Keywords that end the current stanza and are handled by _Parser._keyword();
 # `allow-*` and column-0 `netns` are recognised in the loop.
 _KEYWORDS = frozenset(
-    ("auto", "iface", "source", "source-directory", "volume", "target", "mapping")
+    ("auto", "iface", "source", "source-directory", "volume", "target", "mapping", "vlan")
 )
 
 
@@ -271,6 +271,16 @@ class _Parser:
                 "'mapping' stanzas are not supported: declare each interface with "
                 "'iface NAME' (templates can generate them)",
                 "mapping",
+            )
+            return []
+        elif keyword == "vlan":
+            # ifupdown2's `vlan BRIDGE.VID` stanza holds per-VLAN bridge settings
+            # (IGMP querier, ...); its body is swallowed with the error.
+            self.report.error(
+                loc,
+                "'vlan' stanzas (per-VLAN bridge settings) are not supported; VLANs of a "
+                "VLAN-aware bridge are set with bridge-vids and bridge-access",
+                "vlan",
             )
             return []
         return None
