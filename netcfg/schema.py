@@ -21,8 +21,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import jsonschema
-
 
 @dataclass(frozen=True, slots=True)
 class AttributeSpec:
@@ -146,6 +144,8 @@ def compile_checker(schema: dict[str, Any]):
     """A function value -> list of error messages ([] when valid)."""
     if not set(schema) <= _SIMPLE_KEYWORDS or isinstance(schema.get("type"), list) \
             or isinstance(schema.get("additionalProperties"), dict):
+        import jsonschema  # only for keywords the fast path does not know; slow to import
+
         validator = jsonschema.Draft202012Validator(schema)
         return lambda value: [e.message for e in validator.iter_errors(value)]
     import re
@@ -186,7 +186,11 @@ def compile_checker(schema: dict[str, Any]):
     required = schema.get("required", ())
     closed = schema.get("additionalProperties") is False
 
+    ok = _compile_predicate(schema)
+
     def check(value: Any) -> list[str]:
+        if ok(value):
+            return []  # the common case: no messages to build
         errors = [m for m in (c(value) for c in checks) if m]
         if errors:
             return errors
@@ -203,6 +207,56 @@ def compile_checker(schema: dict[str, Any]):
         return errors
 
     return check
+
+
+def _compile_predicate(schema: dict[str, Any]):
+    """value -> bool for the simple keyword subset: the fast path of a check."""
+    import re
+
+    tests = []
+    type_name = schema.get("type")
+    if type_name:
+        tests.append(_TYPES[type_name])
+    if "const" in schema:
+        const = schema["const"]
+        tests.append(lambda v: v == const)
+    if "enum" in schema:
+        enum = schema["enum"]
+        tests.append(lambda v: v in enum and not isinstance(v, bool))
+    if "pattern" in schema:
+        search = re.compile(schema["pattern"]).search
+        tests.append(lambda v: not isinstance(v, str) or search(v) is not None)
+    if "minLength" in schema or "maxLength" in schema:
+        low, high = schema.get("minLength", 0), schema.get("maxLength", float("inf"))
+        tests.append(lambda v: not isinstance(v, str) or low <= len(v) <= high)
+    if "minimum" in schema or "maximum" in schema:
+        low, high = schema.get("minimum", float("-inf")), schema.get("maximum", float("inf"))
+        tests.append(lambda v: not _TYPES["integer"](v) or low <= v <= high)
+    if "items" in schema:
+        item_ok = _compile_predicate(schema["items"])
+        tests.append(lambda v: not isinstance(v, list) or all(map(item_ok, v)))
+    if "properties" in schema or "required" in schema or schema.get("additionalProperties") is False:
+        props = {k: _compile_predicate(sub) for k, sub in schema.get("properties", {}).items()}
+        required = schema.get("required", ())
+        closed = schema.get("additionalProperties") is False
+
+        def object_ok(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            if any(k not in v for k in required):
+                return False
+            for k, item in v.items():
+                test = props.get(k)
+                if test is None:
+                    if closed:
+                        return False
+                elif not test(item):
+                    return False
+            return True
+        tests.append(object_ok)
+    if len(tests) == 1:
+        return tests[0]
+    return lambda v: all(test(v) for test in tests)
 
 
 @cache

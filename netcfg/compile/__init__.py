@@ -24,6 +24,7 @@ from netcfg.compile.parser import parse
 from netcfg.compile.render import RenderedSource, Renderer
 from netcfg.compile.validate import finish_model
 from netcfg.errors import ConfigInvalid, Diagnostic, Report
+from netcfg.gcpause import gc_paused
 
 DEFAULT_CONFIG = "/etc/netcfg"
 TEMPLATE_GLOB = "*.tmpl"
@@ -109,6 +110,11 @@ def is_json(source: ConfigSource) -> bool:
 
 def compile_config(source: ConfigSource) -> Compiled:
     """The validated model of a config, or ConfigInvalid listing every error."""
+    with gc_paused():
+        return _compile(source)
+
+
+def _compile(source: ConfigSource) -> Compiled:
     report = Report()
     if is_json(source):
         sources: list[RenderedSource] = []

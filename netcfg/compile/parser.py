@@ -15,17 +15,16 @@ template location it was written at, for the model builder to type-check.
 
 from __future__ import annotations
 
-import gc
 import glob
 import os
 import re
-from contextlib import contextmanager
 from typing import Callable
 
 from netcfg.compile.location import SourceLocation
 from netcfg.compile.render import RenderedSource
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.errors import ConfigInvalid, Report, did_you_mean
+from netcfg.gcpause import gc_paused
 
 Loader = Callable[[str, SourceLocation], list[RenderedSource]]
 
@@ -124,26 +123,10 @@ def parse(sources: list[RenderedSource], load: Loader, report: Report) -> Parsed
     problem found is added to ``report``.
     """
     parser = _Parser(load, report)
-    with _pause_gc():
+    with gc_paused():
         for source in sources:
             parser.parse_source(source)
     return parser.config
-
-
-@contextmanager
-def _pause_gc():
-    """Hold off the cyclic garbage collector while parsing.
-
-    A large config makes hundreds of thousands of small objects and no cycles;
-    the collector's repeated passes over them cost about 40% of the parse.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _join_continued(line: str, numbered) -> str:

@@ -39,8 +39,9 @@ class Bond(Kind):
             obj.attrs[SLAVES] = []
 
     def references(self, obj: ConfigObject):
+        loc = obj.where(SLAVES)
         for slave in iter_names(obj.attrs.get(SLAVES)):
-            yield Reference(SLAVES, SLAVE, IFACE, obj.netns, slave, obj.where(SLAVES))
+            yield Reference(SLAVES, SLAVE, IFACE, obj.netns, slave, loc)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         mode = obj.attrs.get("bond-mode", DEFAULT_MODE)

@@ -35,8 +35,9 @@ class Bridge(Kind):
             obj.attrs["bridge-ports"] = []  # ifupdown2: a bridge without ports
 
     def references(self, obj: ConfigObject):
+        loc = obj.where("bridge-ports")
         for port in iter_names(obj.attrs.get("bridge-ports")):
-            yield Reference("bridge-ports", PORT, IFACE, obj.netns, port, obj.where("bridge-ports"))
+            yield Reference("bridge-ports", PORT, IFACE, obj.netns, port, loc)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         ports = obj.attrs.get("bridge-ports", [])

@@ -22,6 +22,8 @@ class Common(Trait):
     name = "common"
 
     def complete(self, obj: ConfigObject, report) -> None:
+        if obj.implicit:
+            return  # implied objects carry no written attributes
         addresses = obj.attrs.get("address")
         netmask = obj.attrs.pop("netmask", None)
         netmask_loc = obj.locs.pop("netmask", None)
@@ -33,6 +35,12 @@ class Common(Trait):
             route.setdefault("dev", obj.name)
 
     def references(self, obj: ConfigObject):
+        attrs = obj.attrs
+        if "vrf" not in attrs and "route" not in attrs:
+            return ()  # most interfaces: no generator to build and run
+        return self._references(obj)
+
+    def _references(self, obj: ConfigObject):
         if "vrf" in obj.attrs:
             yield Reference("vrf", MASTER, IFACE, obj.netns, obj.attrs["vrf"], obj.where("vrf"))
         for route in obj.attrs.get("route", ()):
@@ -45,6 +53,8 @@ class Common(Trait):
         _check_address_conflicts(model, report)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
+        if obj.implicit:
+            return
         families = [ipaddress.ip_address(g).version for g in obj.attrs.get("gateway", ())]
         for version in set(families):
             if families.count(version) > 1:

@@ -55,6 +55,17 @@ def hooks_for(kind_name: str) -> list[Trait]:
 
 
 @cache
+def hooks_overriding(kind_name: str, method: str) -> tuple[Trait, ...]:
+    """hooks_for(kind_name), less those that keep Trait's do-nothing `method`.
+
+    The compiler calls hooks once per object; at 200k objects, skipping the
+    no-op calls is a large part of its time.
+    """
+    default = getattr(Trait, method)
+    return tuple(h for h in hooks_for(kind_name) if getattr(type(h), method) is not default)
+
+
+@cache
 def attribute_owner() -> dict[str, str]:
     """Attribute name -> the group (kind or trait) that defines it."""
     from netcfg.schema import group_attributes
@@ -74,8 +85,23 @@ def kinds_by_defining_attribute() -> dict[str, Kind]:
     return {a: k for k in interface_kinds() for a in k.defining_attributes}
 
 
+@cache
+def _name_claimers() -> tuple[Kind, ...]:
+    """Kinds that override claims_name: asked for every undeclared port name."""
+    return tuple(k for k in interface_kinds() if type(k).claims_name is not Kind.claims_name)
+
+
 def kind_claiming_name(name: str) -> Kind | None:
-    for k in interface_kinds():
+    for k in _name_claimers():
         if k.claims_name(name):
             return k
+    return None
+
+
+def implied_by_name(name: str, netns: str, loc, auto: bool):
+    """The implied object of the kind that claims this name, or None."""
+    for k in _name_claimers():
+        obj = k.implied_by_name(name, netns, loc, auto)
+        if obj is not None:
+            return obj
     return None

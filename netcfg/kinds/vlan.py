@@ -31,18 +31,22 @@ from netcfg.kinds.veth import check_netns_attribute
 RAW, VID, PROTOCOL = "vlan-raw-device", "vlan-id", "vlan-protocol"
 RAW_NETNS = "vlan-raw-netns"
 DEFAULT_PROTOCOL = "802.1q"
-# No leading zero: swp1.0100 is not how anyone writes VLAN 100, and a
-# name should map to one VLAN only.
-_DOTTED = re.compile(r"^(?P<raw>[^\s/]+)\.(?P<vid>[1-9][0-9]{0,3})$")
+# Dotted names take no leading zero (see split_name): swp1.0100 is not how
+# anyone writes VLAN 100, and a name should map to one VLAN only.
 _VLAN_WORD = re.compile(r"^vlan0*([1-9][0-9]{0,3})$")
 
 
 def split_name(name: str) -> tuple[str, int] | None:
-    """``swp1.100`` -> ("swp1", 100); None when the name is not DEV.VID."""
-    m = _DOTTED.match(name)
-    if not m or int(m.group("vid")) > 4094:
+    """``swp1.100`` -> ("swp1", 100); None when the name is not DEV.VID.
+
+    Called for every port name of every bridge (200k in a big switch
+    config), so it uses str methods rather than a regex.
+    """
+    raw, dot, vid = name.rpartition(".")
+    if not dot or not raw or not vid.isdigit() or vid[0] == "0" or len(vid) > 4:
         return None
-    return m.group("raw"), int(m.group("vid"))
+    number = int(vid)
+    return (raw, number) if number <= 4094 else None
 
 
 def raw_netns(obj: ConfigObject) -> str:
@@ -61,7 +65,17 @@ class Vlan(Kind):
     def claims_name(self, name: str) -> bool:
         return split_name(name) is not None
 
+    def implied_by_name(self, name, netns, loc, auto) -> ConfigObject | None:
+        parts = split_name(name)
+        if parts is None:
+            return None
+        obj = self.make_implied(name, netns, loc, auto)
+        obj.attrs[RAW], obj.attrs[VID] = parts
+        return obj
+
     def complete(self, obj: ConfigObject, report) -> None:
+        if obj.implicit:
+            return  # implied_by_name() derived everything from the name
         parts = split_name(obj.name)
         if parts is None:
             # ifupdown2 also reads the id from a `vlanNNN` name (vlan-raw-device
@@ -81,22 +95,32 @@ class Vlan(Kind):
                              f"or rename the interface", attribute)
 
     def references(self, obj: ConfigObject):
+        # A tuple, not a generator: called for every VLAN (200k in big configs).
         raw = obj.attrs.get(RAW)
-        if raw is not None:
-            yield Reference(RAW, LOWER, IFACE, raw_netns(obj), raw, obj.where(RAW))
+        if raw is None:
+            return ()
+        return (Reference(RAW, LOWER, IFACE, raw_netns(obj), raw, obj.where(RAW)),)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
+        if obj.implicit:
+            # Everything came from a well-formed DEV.VID name; only the raw
+            # device's kind is left to check (a port named lo.5).
+            self._check_raw_device(obj, model, report)
+            return
         for attribute, what in ((RAW, "the device it is a VLAN of"), (VID, "its VLAN id (1-4094)")):
             if attribute not in obj.attrs and attribute not in obj.locs:
                 report.error(obj.loc,
                              f"{obj.label()}: a vlan needs {what}; add '{attribute} ...' or "
                              f"name the interface DEVICE.VLANID (swp1.100)", attribute)
+        self._check_raw_device(obj, model, report)
+        check_netns_attribute(obj, RAW_NETNS, report)
+
+    def _check_raw_device(self, obj: ConfigObject, model: Model, report) -> None:
         raw = model.iface(raw_netns(obj), obj.attrs.get(RAW, ""))
         if raw is not None and raw.kind == "loopback":
             report.error(obj.where(RAW),
                          f"{obj.label()}: {RAW} {raw.name} is the loopback device, which cannot "
                          f"carry VLANs; name an Ethernet-like device", RAW)
-        check_netns_attribute(obj, RAW_NETNS, report)
 
     def check_model(self, model: Model, report) -> None:
         # The kernel refuses a second VLAN with the same id and protocol on one
@@ -109,14 +133,41 @@ class Vlan(Kind):
 
 
 def _check_duplicates(kind: str, model: Model, report) -> None:
-    seen: dict[tuple, ConfigObject] = {}
-    vlans = [o for o in model.interfaces.values()
-             if o.kind == kind and VID in o.attrs and RAW in o.attrs]
-    for vlan in sorted(vlans, key=lambda o: o.loc):
-        key = (raw_netns(vlan), vlan.attrs.get(RAW), vlan.attrs[VID],
-               vlan.attrs.get(PROTOCOL, DEFAULT_PROTOCOL))
-        first = seen.setdefault(key, vlan)
-        if first is not vlan:
+    """Two VLANs with one (device, id, protocol).
+
+    A VLAN named DEV.VID (implied ones always are), on DEV in its own
+    namespace, is unique by its name: interfaces are keyed by name. So only
+    the others (`vlan100` with vlan-id, or a raw device in another namespace)
+    can collide, with each other or with the DEV.VID of the same VLAN. That
+    keeps this to the few declared VLANs in a 200k-VLAN config.
+    """
+    groups: dict[tuple, list[ConfigObject]] = {}
+    for vlan in model.interfaces.values():
+        if vlan.kind != kind or vlan.implicit:
+            continue
+        attrs = vlan.attrs
+        if VID not in attrs or RAW not in attrs:
+            continue
+        raw_ns = attrs.get(RAW_NETNS, vlan.netns)
+        canonical = f"{attrs[RAW]}.{attrs[VID]}"
+        if vlan.name == canonical and raw_ns == vlan.netns:
+            continue
+        protocol = attrs.get(PROTOCOL, DEFAULT_PROTOCOL)
+        key = (raw_ns, attrs[RAW], attrs[VID], protocol)
+        group = groups.setdefault(key, [])
+        if not group:
+            # The DEV.VID VLAN of this device, declared or implied, if any.
+            twin = model.interfaces.get((vlan.netns, canonical))
+            if twin is not None and twin.kind == kind and twin is not vlan and \
+                    twin.attrs.get(RAW_NETNS, twin.netns) == raw_ns and \
+                    twin.attrs.get(PROTOCOL, DEFAULT_PROTOCOL) == protocol:
+                group.append(twin)
+        group.append(vlan)
+    for key, group in groups.items():
+        if len(group) < 2:
+            continue
+        first, *later = sorted(group, key=lambda o: o.loc)
+        for vlan in later:
             report.error(vlan.where(VID),
                          f"{vlan.label()}: VLAN {key[2]} on {key[1]} is already {first.name} "
                          f"(at {first.loc}); a device carries each VLAN id once, so remove one "

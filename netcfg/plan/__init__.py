@@ -7,13 +7,15 @@ the operations into batches. Pure: values in, values out.
 from __future__ import annotations
 
 from netcfg.compile.model import Model
+from netcfg.gcpause import gc_paused
 from netcfg.plan.diff import diff
 from netcfg.plan.lower import lower
 from netcfg.plan.planner import Plan, build_plan
 
 
 def make_plan(desired: Model, current: Model, lower_enabled: bool = True) -> Plan:
-    lowered, report = lower(desired, enabled=lower_enabled)
-    plan = build_plan(diff(lowered, current))
+    with gc_paused():
+        lowered, report = lower(desired, enabled=lower_enabled)
+        plan = build_plan(diff(lowered, current))
     plan.lowering = report
     return plan
