@@ -354,7 +354,10 @@ class Renderer:
             )
             self._register(template)
             buffer = _LineBuffer(self, fallback)
-            template.render_context(Context(buffer, **self.variables))
+            # Variables go in twice: into the Context (plain ${name} lookups) and
+            # as keyword arguments, which is how `<%page args="vlans=4094"/>`
+            # receives them; without the latter, page args keep their defaults.
+            template.render_context(Context(buffer, **self.variables), **self.variables)
         except (mako_exceptions.SyntaxException, mako_exceptions.CompileException) as e:
             raise ConfigInvalid([self._compile_error(e, name)]) from None
         except Exception as e:

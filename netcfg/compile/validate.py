@@ -37,6 +37,8 @@ def finish_model(model: Model, report: Report) -> Model:
     edges = _resolve_references(model, report)
     _report_cycles(model, edges, report)
     for obj in model.objects():
+        if obj.implicit:
+            continue  # derived from declared objects; kinds check those (check_model)
         for hook in hooks(obj.kind, "check"):
             hook.check(obj, model, report)
     for trait in _used_hooks(model):

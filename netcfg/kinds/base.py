@@ -68,7 +68,11 @@ class Trait:
         return ()
 
     def check(self, obj: ConfigObject, model: Model, report: "Report") -> None:
-        """Semantic checks beyond what the schema can say."""
+        """Semantic checks beyond what the schema can say, of a declared object.
+
+        Implied objects (a VLAN named in bridge-ports, a veth peer) are made
+        from declared ones and are not passed here; a kind that must look at
+        them does so in check_model."""
 
     def complete_model(self, model: Model, report: "Report") -> None:
         """Once per kind/trait, after every object's complete(): work that needs

@@ -22,10 +22,8 @@ class BridgePort(Trait):
     name = "bridge-port"
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
-        if obj.kind == "bridge" or obj.implicit:
-            # On a bridge they are the ports' defaults (kinds/bridge.py);
-            # implied objects carry no written attributes.
-            return
+        if obj.kind == "bridge":
+            return  # on a bridge they are the ports' defaults; see kinds/bridge.py
         if "bridge-access" in obj.attrs and ("bridge-vids" in obj.attrs or "bridge-pvid" in obj.attrs):
             report.error(obj.where("bridge-access"),
                          f"{obj.label()}: bridge-access makes an access port; it cannot be "

@@ -53,8 +53,6 @@ class Common(Trait):
         _check_address_conflicts(model, report)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
-        if obj.implicit:
-            return
         families = [ipaddress.ip_address(g).version for g in obj.attrs.get("gateway", ())]
         for version in set(families):
             if families.count(version) > 1:

@@ -102,11 +102,6 @@ class Vlan(Kind):
         return (Reference(RAW, LOWER, IFACE, raw_netns(obj), raw, obj.where(RAW)),)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
-        if obj.implicit:
-            # Everything came from a well-formed DEV.VID name; only the raw
-            # device's kind is left to check (a port named lo.5).
-            self._check_raw_device(obj, model, report)
-            return
         for attribute, what in ((RAW, "the device it is a VLAN of"), (VID, "its VLAN id (1-4094)")):
             if attribute not in obj.attrs and attribute not in obj.locs:
                 report.error(obj.loc,
@@ -126,6 +121,12 @@ class Vlan(Kind):
         # The kernel refuses a second VLAN with the same id and protocol on one
         # device (EEXIST); say so at compile time, on the later declaration.
         _check_duplicates(self.name, model, report)
+        # Implied VLANs (swp1.100 in bridge-ports) are not passed to check();
+        # all came from well-formed DEV.VID names, so only a VLAN of the
+        # loopback device (lo.5) is left to catch.
+        for obj in model.interfaces.values():
+            if obj.implicit and obj.kind == self.name and obj.attrs.get(RAW) == "lo":
+                self._check_raw_device(obj, model, report)
 
     def create_params(self, obj: ConfigObject) -> dict:
         return {"link": obj.attrs.get(RAW), "link_netns": raw_netns(obj),

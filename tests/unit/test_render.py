@@ -286,3 +286,16 @@ def test_unreadable_file(tmp_path):
     diag = render_error(Renderer([], {}), path)
     assert diag.loc == SourceLocation(path, 0)
     assert diag.message == f"cannot read {path}: No such file or directory"
+
+
+def test_page_args_receive_variables(tmp_path):
+    """<%page args="n=1"/> gets vars.json/--set values, not just its default."""
+    from netcfg.compile.render import Renderer
+
+    path = tmp_path / "p.tmpl"
+    path.write_text('<%page args="n=1, prefix=\'x\'"/>\n'
+                    '% for i in range(n):\n'
+                    '${prefix}${i}\n'
+                    '% endfor\n')
+    out = Renderer([], {"n": 3}).render_file(str(path))
+    assert out.text.split() == ["x0", "x1", "x2"]
