@@ -56,7 +56,8 @@ class Bridge(Kind):
                 continue  # reported as a cycle by the dependency check
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
         if not vlan_aware:
-            for attribute in ("bridge-vids", "bridge-pvid", "bridge-access"):
+            for attribute in ("bridge-vids", "bridge-pvid", "bridge-access",
+                              "bridge-mcast-vlan-snooping"):
                 if attribute in obj.attrs:
                     report.error(obj.where(attribute),
                                  f"{obj.label()}: {attribute} needs 'bridge-vlan-aware yes' on "
@@ -65,6 +66,7 @@ class Bridge(Kind):
     def create_params(self, obj: ConfigObject) -> dict:
         params = {"vlan_filtering": obj.attrs.get("bridge-vlan-aware", False)}
         for attribute, key in (("bridge-stp", "stp"), ("bridge-mcsnoop", "mcast_snooping"),
+                               ("bridge-mcast-vlan-snooping", "mcast_vlan_snooping"),
                                ("bridge-ageing", "ageing_time")):
             if attribute in obj.attrs:
                 params[key] = obj.attrs[attribute]

@@ -30,11 +30,12 @@ Why it is exact (what a frame sees is the same before and after):
    checked) and are dropped by vbr's filter after: the bridge kind creates
    it with default_pvid 0, and no pvid is written.
 3. Bridge-wide behaviour that a per-VLAN bridge had per VLAN is refused, not
-   approximated: STP (one tree for all VLANs), IGMP/MLD snooping (router
-   ports and querier state are shared between VLANs unless the kernel's
-   mcast_vlan_snooping is on, which the bridge kind does not set), L3 config
-   (it would need a VLAN interface), admin state, MTU, MAC and any other
-   per-bridge attribute. Ageing is bridge-wide in both, so groups must agree.
+   approximated: STP (one tree for all VLANs), L3 config (it would need a
+   VLAN interface), admin state, MTU, MAC and any other per-bridge
+   attribute. IGMP/MLD snooping is kept per VLAN: a snooping group becomes a
+   bridge with mcast_vlan_snooping, which gives each VLAN its own querier and
+   router-port state, as each per-VLAN bridge had. Ageing and snooping are
+   bridge-wide settings, so a group must agree on them.
 4. A per-VNI vxlan carried untagged frames of the bridge's one VLAN V: as an
    access port of V, or as VNI N in a vnifilter device whose tunnel map says
    V=N, it carries the same frames with the same VNI. Merged vxlans must
@@ -84,7 +85,7 @@ LOWER_OFF = "`# netcfg: lower=off`"
 
 # What a per-VLAN bridge may say and still be lowered; values that refuse.
 _BRIDGE_KEEPS = {"bridge-ports": None, "bridge-vlan-aware": True, "bridge-stp": True,
-                 "bridge-mcsnoop": True, "bridge-ageing": None, "link-down": True}
+                 "bridge-mcsnoop": None, "bridge-ageing": None, "link-down": True}
 _L3 = {"address": "an address", "gateway": "a gateway", "route": "a route"}
 _VLAN_KEEPS = frozenset({"vlan-raw-device", "vlan-id", "vlan-protocol", "vlan-raw-netns"})
 _VLAN_PLAIN = frozenset({"vlan-raw-device", "vlan-id"})
@@ -480,15 +481,11 @@ class _Lowering:
             if attribute == "bridge-stp":
                 return (f"it runs STP (bridge-stp yes, {loc}); a VLAN-aware bridge runs one "
                         f"spanning tree for all its VLANs, not one per VLAN")
-            if attribute == "bridge-mcsnoop":
-                return _snooping(f"bridge-mcsnoop yes, {loc}")
             if attribute == "link-down":
                 return (f"it is kept down (link-down yes, {loc}); a VLAN-aware bridge cannot "
                         f"keep one VLAN down")
             return (f"it sets {attribute} ({loc}), which a VLAN-aware bridge could not keep "
                     f"for {vlan} alone")
-        if "bridge-mcsnoop" not in bridge.attrs:
-            return _snooping("the kernel default")
         return None
 
     def _port_problem(self, bridge: ConfigObject, port: ConfigObject) -> str | None:
@@ -635,6 +632,9 @@ class _Lowering:
             if ageing != first.attrs.get("bridge-ageing", DEFAULT_AGEING):
                 return (f"{_at(first)} and {_at(bridge)} have different bridge-ageing; they "
                         f"share lower ports, so they would become one VLAN-aware bridge")
+            if _snoops(bridge) != _snoops(first):
+                return (f"{_at(first)} and {_at(bridge)} differ in bridge-mcsnoop; they "
+                        f"share lower ports, so they would become one VLAN-aware bridge")
             clash = by_vid.setdefault(cand.vid, bridge)
             if clash is not bridge:
                 return (f"VLAN {cand.vid} is bridged by both {_at(clash)} and {_at(bridge)}; one "
@@ -691,8 +691,11 @@ class _Lowering:
                 self.replaced[vxlan.key] = _with(vxlan, {"bridge-access": vid},
                                                  first.where("bridge-ports"))
                 self.new_masters[vxlan.key] = bridge_key
+        snooping = _snoops(first)
         attrs: dict[str, Any] = {"bridge-vlan-aware": True, "bridge-ports": port_names,
-                                 "bridge-stp": False, "bridge-mcsnoop": False}
+                                 "bridge-stp": False, "bridge-mcsnoop": snooping}
+        if snooping:
+            attrs["bridge-mcast-vlan-snooping"] = True  # per-VLAN state, as before
         ageing = next((c.bridge.attrs["bridge-ageing"] for c in group
                        if "bridge-ageing" in c.bridge.attrs), None)
         if ageing is not None:
@@ -742,12 +745,13 @@ class _Lowering:
                                      f"{bridge.where('bridge-stp')}), which treats each of them "
                                      f"as a port of its own", what)
                 continue
-            if bridge.attrs.get("bridge-mcsnoop", True):
+            if _snoops(bridge) and not bridge.attrs.get("bridge-mcast-vlan-snooping"):
                 where = (f"bridge-mcsnoop yes, {bridge.where('bridge-mcsnoop')}"
                          if "bridge-mcsnoop" in bridge.attrs else "the kernel default")
-                self._refuse(bridge, f"{bridge.name} does IGMP/MLD snooping ({where}); one "
-                                     f"vxlan port would become a multicast router port for all "
-                                     f"its VLANs at once. Write bridge-mcsnoop no to lower them",
+                self._refuse(bridge, f"{bridge.name} does IGMP/MLD snooping per bridge ({where}); "
+                                     f"one vxlan port would become a multicast router port for "
+                                     f"all its VLANs at once. Write bridge-mcast-vlan-snooping "
+                                     f"yes (per-VLAN state) or bridge-mcsnoop no to lower them",
                              what)
                 continue
             merges, _, refusals = self._plan_merges(items, bridge.name)
@@ -904,9 +908,9 @@ def _named_by(referrer: ConfigObject, attribute: str, subject: str) -> str:
     return f"{subject} is named by {referrer.name} in {attribute} ({referrer.where(attribute)})"
 
 
-def _snooping(where: str) -> str:
-    return (f"it does IGMP/MLD snooping ({where}); a VLAN-aware bridge shares multicast router "
-            f"ports and querier state between its VLANs. Write bridge-mcsnoop no to lower it")
+def _snoops(bridge: ConfigObject) -> bool:
+    """IGMP/MLD snooping is on unless written off (the kernel's default)."""
+    return bool(bridge.attrs.get("bridge-mcsnoop", True))
 
 
 def _with(obj: ConfigObject, attrs: dict[str, Any],

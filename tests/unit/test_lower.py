@@ -243,9 +243,18 @@ def test_access_vxlans_are_not_merged_under_multicast_snooping():
     new, report = lower(model)
     assert new is model
     assert reasons(report) == [
-        f"vxlan ports of br0 ({F}:1) not lowered: br0 does IGMP/MLD snooping (the kernel "
-        f"default); one vxlan port would become a multicast router port for all its VLANs "
-        f"at once. Write bridge-mcsnoop no to lower them"]
+        f"vxlan ports of br0 ({F}:1) not lowered: br0 does IGMP/MLD snooping per bridge (the "
+        f"kernel default); one vxlan port would become a multicast router port for all its "
+        f"VLANs at once. Write bridge-mcast-vlan-snooping yes (per-VLAN state) or "
+        f"bridge-mcsnoop no to lower them"]
+
+
+def test_access_vxlans_are_merged_under_per_vlan_snooping():
+    objs = [iface("br0", "bridge", 1, bridge_vlan_aware=True, bridge_mcast_vlan_snooping=True,
+                  bridge_ports=["vni10", "vni20"]),
+            vni("vni10", 10, 10, bridge_access=10), vni("vni20", 20, 20, bridge_access=20)]
+    new, report = lower(build(*objs))
+    assert [(x.into, x.replaced) for x in report.lowered] == [("vxlan0", ("vni10", "vni20"))]
 
 
 def test_vxlans_with_different_tunnel_settings_are_merged_apart():
@@ -288,9 +297,6 @@ def test_refuses_a_bridge_with_an_address_and_everything_sharing_its_ports():
 @pytest.mark.parametrize("attrs, why", [
     ({"bridge-stp": True}, "it runs STP (bridge-stp yes, {F}:12); a VLAN-aware bridge runs "
                            "one spanning tree for all its VLANs, not one per VLAN"),
-    ({"bridge-mcsnoop": True}, "it does IGMP/MLD snooping (bridge-mcsnoop yes, {F}:13); a "
-                               "VLAN-aware bridge shares multicast router ports and querier "
-                               "state between its VLANs. Write bridge-mcsnoop no to lower it"),
     ({"mtu": 9000}, "it sets mtu ({F}:14), which a VLAN-aware bridge could not keep for "
                     "VLAN 10 alone"),
     ({"vrf": "red"}, "it is in vrf red ({F}:14); on a VLAN-aware bridge that would need a "
@@ -303,13 +309,31 @@ def test_refuses_bridge_attributes(attrs, why):
     assert refused(*objs) == [f"br10 ({F}:10) not lowered: " + why.format(F=F)]
 
 
-def test_refuses_multicast_snooping_by_default():
-    bridge, sub = per_vlan(10, ("swp1",), 10)
-    del bridge.attrs["bridge-mcsnoop"]
-    assert refused(*phys("swp1"), bridge, sub) == [
-        f"br10 ({F}:10) not lowered: it does IGMP/MLD snooping (the kernel default); a "
-        f"VLAN-aware bridge shares multicast router ports and querier state between its "
-        f"VLANs. Write bridge-mcsnoop no to lower it"]
+def test_snooping_bridges_lower_to_per_vlan_snooping():
+    """Each per-VLAN bridge had its own querier and router ports; the lowered
+    bridge keeps that per VLAN (mcast_vlan_snooping) instead of refusing."""
+    objs = [*phys("swp1", "swp2")]
+    for vid in (10, 11):
+        bridge, *subs = per_vlan(vid, ("swp1", "swp2"), vid * 10)
+        del bridge.attrs["bridge-mcsnoop"]  # the kernel default: snooping on
+        objs += [bridge, *subs]
+    new, report = lower(build(*objs))
+    assert reasons(report) == []
+    vbr = new.iface("", "vbr0")
+    assert vbr.attrs["bridge-mcsnoop"] is True
+    assert vbr.attrs["bridge-mcast-vlan-snooping"] is True
+
+
+def test_refuses_a_group_that_disagrees_on_snooping():
+    objs = [*phys("swp1")]
+    snooping, sub10 = per_vlan(10, ("swp1",), 10)
+    del snooping.attrs["bridge-mcsnoop"]
+    quiet, sub11 = per_vlan(11, ("swp1",), 20)
+    assert refused(*objs, snooping, sub10, quiet, sub11) == [
+        f"br10 ({F}:10) not lowered: br10 ({F}:10) and br11 ({F}:20) differ in "
+        f"bridge-mcsnoop; they share lower ports, so they would become one VLAN-aware bridge",
+        f"br11 ({F}:20) not lowered: br10 ({F}:10) and br11 ({F}:20) differ in "
+        f"bridge-mcsnoop; they share lower ports, so they would become one VLAN-aware bridge"]
 
 
 def test_refuses_a_bridge_that_is_named_elsewhere():
