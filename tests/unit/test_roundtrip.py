@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from netcfg.compile.build import build_objects
 from netcfg.compile.emit import emit_model
-from netcfg.compile.model import IFACE, TARGET, ConfigObject, Model
+from netcfg.compile.model import TARGET, ConfigObject, Model
 from netcfg.compile.parser import parse
 from netcfg.compile.render import RenderedSource
 from netcfg.errors import Report
