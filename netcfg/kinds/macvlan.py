@@ -52,8 +52,11 @@ class Macvlan(Kind):
     def create_params(self, obj: ConfigObject) -> dict:
         # The kernel finds the lower device in the namespace of the socket the
         # request is sent on, then creates the macvlan in its own namespace.
-        return {"link": obj.attrs.get(RAW), "link_netns": raw_netns(obj),
-                "mode": obj.attrs.get(MODE, DEFAULT_MODE)}
+        params = {"link": obj.attrs.get(RAW),
+                  "mode": obj.attrs.get(MODE, DEFAULT_MODE)}
+        if raw_netns(obj) != obj.netns:  # the lower device lives elsewhere
+            params["link_netns"] = raw_netns(obj)
+        return params
 
 
 KIND = Macvlan()

@@ -129,8 +129,11 @@ class Vlan(Kind):
                 self._check_raw_device(obj, model, report)
 
     def create_params(self, obj: ConfigObject) -> dict:
-        return {"link": obj.attrs.get(RAW), "link_netns": raw_netns(obj),
-                "id": obj.attrs.get(VID), "protocol": obj.attrs.get(PROTOCOL, DEFAULT_PROTOCOL)}
+        params = {"link": obj.attrs.get(RAW),
+                  "id": obj.attrs.get(VID), "protocol": obj.attrs.get(PROTOCOL, DEFAULT_PROTOCOL)}
+        if raw_netns(obj) != obj.netns:  # the lower device lives elsewhere
+            params["link_netns"] = raw_netns(obj)
+        return params
 
 
 def _check_duplicates(kind: str, model: Model, report) -> None:

@@ -22,13 +22,17 @@ Why it is exact (what a frame sees is the same before and after):
    VLAN-aware, it reaches vbr with ingress filtering on: allowed iff V is in
    P's bridge-vids, i.e. iff P.V existed. Forwarding, flooding and learning
    are per (MAC, VLAN) in vbr and per bridge before: the same domains, since
-   each VLAN is bridged by one bridge of a group (checked) and every P.V of
-   a lowered P is lowered (checked, to a fixpoint). Egress re-tags with V
-   exactly as P.V did; the vids are tagged, never untagged.
-2. Untagged frames on P and tagged frames of other VLANs were not bridged
-   before (no P.V took them; P has no address, master or other user, all
-   checked) and are dropped by vbr's filter after: the bridge kind creates
-   it with default_pvid 0, and no pvid is written.
+   each VLAN is bridged by one bridge of a group (checked). Egress re-tags
+   with V exactly as P.V did; the vids are tagged, never untagged.
+2. Untagged frames on P and tagged frames of VLANs nobody took were not
+   bridged before (P has no address, master or other user, all checked)
+   and are dropped by vbr's filter after: the bridge kind creates it with
+   default_pvid 0, and no pvid is written. A VLAN subinterface of P that is
+   not lowered (its bridge was refused, or it is routed) keeps its frames:
+   the kernel hands a tagged frame to the VLAN device of its VID
+   (vlan_do_receive) before the bridge's rx_handler sees it, and sending
+   through it does not involve the bridge; and its VID is not among vbr's
+   VLANs on P, since a device has one subinterface per VID.
 3. Bridge-wide behaviour that a per-VLAN bridge had per VLAN is refused, not
    approximated: STP (one tree for all VLANs), L3 config (it would need a
    VLAN interface), admin state, MTU, MAC and any other per-bridge
@@ -454,13 +458,9 @@ class _Lowering:
                 if key not in alive:
                     continue
                 alive.discard(key)
-                cand = candidates[key]
-                self._refuse(cand.bridge, f"{p[1]} {tainted[p]}")
-                for sub, other in zip(cand.subs, cand.lowers):
-                    if other not in tainted:
-                        tainted[other] = (f"also carries {sub.name} for {_at(cand.bridge)}, "
-                                          f"which is not lowered")
-                        queue.append(other)
+                self._refuse(candidates[key].bridge, f"{p[1]} {tainted[p]}")
+                # Its subinterfaces stay on the other lower ports, which may still
+                # be lowered: see point 2 of the module docstring.
         return alive
 
     def _lower_port_problem(self, p: Key, users: list[Key],
@@ -483,7 +483,7 @@ class _Lowering:
                         f"bridge-vids of its own")
         for referrer, attribute in self.named.get(p, ()):
             if referrer.kind == "vlan" and attribute == "vlan-raw-device":
-                return self._carries(referrer)
+                continue  # a VLAN of P that stays: it keeps its frames (docstring, 2)
             return _named_by(referrer, attribute, "").lstrip()
         lister = self.listed_by.get(p)
         if lister is not None:
@@ -491,21 +491,7 @@ class _Lowering:
         master = self.model.masters.get(p)
         if master is not None:
             return f"is already enslaved to {master[1]}"
-        vlans = self.vlans_on.get(p, ())
-        if len(vlans) != len(users):
-            # Some VLAN of P is not a candidate's port (a candidate has one
-            # VLAN of P at most, and its VLANs of P are all in vlans_on).
-            owned = {sub for key in users for sub in candidates[key].subs}  # identity
-            for vlan in vlans:
-                if vlan not in owned:
-                    return self._carries(vlan)
         return None
-
-    def _carries(self, vlan: ConfigObject) -> str:
-        bridge = self.listed_by.get(vlan.key) or next(
-            (r for r, a in self.named.get(vlan.key, ()) if a == "bridge-ports"), None)
-        carrier = f" for {_at(bridge)}" if bridge else f" ({vlan.loc})"
-        return f"also carries {vlan.name}{carrier}, which is not lowered"
 
     def _groups(self, candidates: dict[Key, _Candidate],
                 alive: set[Key]) -> Iterable[list[_Candidate]]:

@@ -1,8 +1,9 @@
 """Golden cases: one directory per case, one loop runs them all (STYLE.md 9).
 
 A case is tests/golden/cases/<name>/ with:
-  input/ or input.tmpl   the config (a directory of *.tmpl, or one file)
-  args                   optional: extra command-line words, one line
+  input/, input.tmpl,    the config: a directory of *.tmpl, one template, a JSON
+  input.json, interfaces  model, or a plain ifupdown2 file
+  plan-args              optional: extra words for `netcfg plan` (--lower off)
   errors.txt             expected diagnostics (stderr of `netcfg check`), exact
   model.json             expected JSON model (for valid configs)
   plan.txt               expected `netcfg plan` text (for valid configs)
@@ -37,8 +38,11 @@ def case_dirs() -> list[Path]:
     return sorted(p for p in CASES.iterdir() if p.is_dir())
 
 
+INPUTS = ("input", "input.tmpl", "input.json", "interfaces")
+
+
 def _input(case: Path) -> str:
-    return "input" if (case / "input").is_dir() else "input.tmpl"
+    return next(name for name in INPUTS if (case / name).exists())
 
 
 def _check_expected(path: Path, actual: str) -> None:
@@ -51,8 +55,8 @@ def _check_expected(path: Path, actual: str) -> None:
 @pytest.mark.parametrize("case", case_dirs(), ids=lambda p: p.name)
 def test_golden(case: Path, monkeypatch) -> None:
     monkeypatch.chdir(case)
-    extra = (case / "args").read_text().split() if (case / "args").exists() else []
-    code, _, err = run_cli(["check", "-c", _input(case), *extra])
+    extra = (case / "plan-args").read_text().split() if (case / "plan-args").exists() else []
+    code, _, err = run_cli(["check", "-c", _input(case)])
     if (case / "errors.txt").exists() or (UPDATE and code != 0):
         assert code == 1, f"expected the config to be invalid, got exit {code}: {err}"
         _check_expected(case / "errors.txt", err)

@@ -108,7 +108,7 @@ def test_everything_from_nothing():
                                 "vnifilter": True, "vnis": [1000, 1001], "local": "192.0.2.1"}),
          (VNI_ADD, "vx0", "", {"vnis": ["1000-1001"]}),
          (LINK_UP, "vx0"),
-         (LINK_ADD, "swp1.10", "", {"kind": "vlan", "link": "swp1", "link_netns": "", "id": 10,
+         (LINK_ADD, "swp1.10", "", {"kind": "vlan", "link": "swp1", "id": 10,
                                     "protocol": "802.1q"}),
          (ADDR_ADD, "swp1.10", "10.0.0.1/24"), (LINK_UP, "swp1.10"),
          (ROUTE_ADD, "swp1.10", "0.0.0.0/0",
@@ -173,7 +173,7 @@ def test_immutable_change_recreates_and_reconfigures():
     desired.interfaces[("", "v")].attrs["vlan-id"] = 20
     same(diff(desired, current),
          (LINK_DEL, "v", "", {"link": "swp1"}),
-         (LINK_ADD, "v", "", {"kind": "vlan", "link": "swp1", "link_netns": "", "id": 20,
+         (LINK_ADD, "v", "", {"kind": "vlan", "link": "swp1", "id": 20,
                               "protocol": "802.1q"}),
          (ADDR_ADD, "v", "10.0.0.1/24"), (LINK_UP, "v"),
          (ROUTE_ADD, "v", "10.9.0.0/16", {"to": "10.9.0.0/16", "via": "10.0.0.9", "dev": "v"}))
@@ -189,7 +189,7 @@ def test_recreated_lower_takes_its_vlans_and_bridge_ports_with_it():
     same(diff(desired, current),
          (LINK_DEL, "bond0"), (LINK_DEL, "bond0.5", "", {"link": "bond0"}),
          (LINK_ADD, "bond0", "", {"kind": "bond", "mode": "802.3ad"}), (LINK_UP, "bond0"),
-         (LINK_ADD, "bond0.5", "", {"kind": "vlan", "link": "bond0", "link_netns": "", "id": 5,
+         (LINK_ADD, "bond0.5", "", {"kind": "vlan", "link": "bond0", "id": 5,
                                     "protocol": "802.1q"}),
          (MASTER_SET, "bond0.5", "", {"master": "br0"}))
 

@@ -283,15 +283,21 @@ def refused(*objs: ConfigObject, off: tuple[str, ...] = ()) -> list[str]:
     return reasons(report)
 
 
-def test_refuses_a_bridge_with_an_address_and_everything_sharing_its_ports():
+def test_a_refused_bridge_does_not_stop_others_on_its_ports():
+    """br10 keeps swp1.10 (it has an address); br20 still lowers onto swp1,
+    because the kernel gives swp1.10 its frames before the bridge sees them."""
     objs = [*phys("swp1"), *per_vlan(10, ("swp1",), 10, bridge_attrs={"address": ["10.0.0.1/24"]}),
             *per_vlan(20, ("swp1",), 20)]
-    assert refused(*objs) == [
+    model = build(*objs)
+    new, report = lower(model)
+    assert reasons(report) == [
         f"br10 ({F}:10) not lowered: it has an address ({F}:14); on a VLAN-aware bridge that "
-        f"would need a VLAN interface for VLAN 10, which lowering does not create",
-        f"br20 ({F}:20) not lowered: swp1 also carries swp1.10 for br10 ({F}:10), which is "
-        f"not lowered",
-    ]
+        f"would need a VLAN interface for VLAN 10, which lowering does not create"]
+    assert [(x.into, x.replaced) for x in report.lowered] == [("vbr0", ("br20",))]
+    assert new.iface("", "swp1").attrs["bridge-vids"] == ["20"]
+    assert new.iface("", "br10").attrs["bridge-ports"] == ["swp1.10"]
+    assert new.iface("", "swp1.10") is model.iface("", "swp1.10")
+    assert new.iface("", "swp1.20") is None
 
 
 @pytest.mark.parametrize("attrs, why", [
@@ -392,19 +398,29 @@ def test_refuses_a_lower_port_with_l3_or_a_master():
         f"br10 ({F}:10) not lowered: swp1 is named by bond0 in bond-slaves ({F}:41)"]
 
 
-def test_refuses_a_lower_port_with_other_vlans_and_cascades():
-    # swp1.99 has an address: not lowered, so swp1 cannot become a bridge port;
-    # so br10 cannot be lowered, so swp2 (which br10 also uses) keeps swp2.10,
-    # so br20 on swp2 and swp3 cannot either.
+def test_a_routed_vlan_on_a_lower_port_stays_beside_the_lowered_bridge():
+    # swp1.99 has an address and is not a bridge port: it stays a VLAN device
+    # on swp1 and keeps VLAN 99's frames; br10 and br20 still lower.
     objs = [*phys("swp1", "swp2", "swp3"),
             iface("swp1.99", "vlan", 50, vlan_raw_device="swp1", vlan_id=99,
                   address=["10.0.0.1/24"]),
             *per_vlan(10, ("swp1", "swp2"), 10), *per_vlan(20, ("swp2", "swp3"), 20)]
-    assert refused(*objs) == [
-        f"br10 ({F}:10) not lowered: swp1 also carries swp1.99 ({F}:50), which is not lowered",
-        f"br20 ({F}:20) not lowered: swp2 also carries swp2.10 for br10 ({F}:10), which is "
-        f"not lowered",
-    ]
+    new, report = lower(build(*objs))
+    assert reasons(report) == []
+    assert [(x.into, x.replaced) for x in report.lowered] == [("vbr0", ("br10", "br20"))]
+    assert new.iface("", "swp1.99").attrs["address"] == ["10.0.0.1/24"]
+    assert new.iface("", "vbr0").attrs["bridge-ports"] == ["swp1", "swp2", "swp3"]
+
+
+def test_a_lower_port_with_an_address_refuses_only_its_bridges():
+    objs = [*phys("swp1", address=["10.0.0.1/24"]), *phys("swp2", "swp3", line=2),
+            *per_vlan(10, ("swp1", "swp2"), 10), *per_vlan(20, ("swp2", "swp3"), 20)]
+    new, report = lower(build(*objs))
+    assert reasons(report) == [
+        f"br10 ({F}:10) not lowered: swp1 has an address ({F}:2), which would stop working "
+        f"once it is a port of a VLAN-aware bridge"]
+    assert [(x.into, x.replaced) for x in report.lowered] == [("vbr0", ("br20",))]
+    assert new.iface("", "swp2.10") is not None  # br10's port stays on swp2
 
 
 def test_refuses_a_vlan_of_a_device_in_another_namespace():
