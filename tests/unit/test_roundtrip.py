@@ -72,7 +72,7 @@ SYNTAX = {
     "lun": st.lists(st.tuples(st.integers(0, 255), ifname).map(
         lambda t: {"lun": t[0], "volume": t[1]}), min_size=1, max_size=2),
     "size": st.integers(1, 2**20).map(lambda n: n * 512),
-    "string": st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,20}[A-Za-z0-9]", fullmatch=True),
+    "string": st.from_regex(r"[A-Za-z0-9._-]{1,8}( [A-Za-z0-9._-]{1,8}){0,3}", fullmatch=True),
 }
 
 
