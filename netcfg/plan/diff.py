@@ -535,10 +535,13 @@ class _Diff:
         if removed:
             self.ops.append(Operation(VLAN_DEL, netns, name, params={"vids": _texts(removed)}))
         if added:
-            pvid = want.pvid if want.pvid is not None and _intersect(added, _one(want.pvid)) else None
-            self.ops.append(Operation(VLAN_ADD, netns, name, params={
-                "vids": _texts(added), "pvid": pvid,
-                "untagged": _texts(_intersect(added, list(want.untagged)))}))
+            params: dict[str, Any] = {"vids": _texts(added)}
+            if want.pvid is not None and _intersect(added, _one(want.pvid)):
+                params["pvid"] = want.pvid
+            untagged = _texts(_intersect(added, list(want.untagged)))
+            if untagged:
+                params["untagged"] = untagged
+            self.ops.append(Operation(VLAN_ADD, netns, name, params=params))
 
     # -- routes
 

@@ -292,7 +292,7 @@ def _bridge(vids, pvid=None, **port):
 
 def test_port_vlans_follow_the_bridge_default():
     same(diff(_bridge(["100-200", "300"]), _bridge(["100-150"])),
-         (VLAN_ADD, "swp1", "", {"vids": ["151-200", "300"], "pvid": None, "untagged": []}))
+         (VLAN_ADD, "swp1", "", {"vids": ["151-200", "300"]}))
     same(diff(_bridge(["100-150"]), _bridge(["100-200", "300"])),
          (VLAN_DEL, "swp1", "", {"vids": ["151-200", "300"]}))
 
@@ -300,7 +300,7 @@ def test_port_vlans_follow_the_bridge_default():
 def test_port_own_vids_override_the_bridge():
     same(diff(_bridge(["100-200"], bridge_vids=["7"]), _bridge(["100-200"])),
          (VLAN_DEL, "swp1", "", {"vids": ["100-200"]}),
-         (VLAN_ADD, "swp1", "", {"vids": ["7"], "pvid": None, "untagged": []}))
+         (VLAN_ADD, "swp1", "", {"vids": ["7"]}))
 
 
 def test_pvid_change_readds_old_and_new_pvid_with_their_flags():
@@ -330,7 +330,7 @@ def test_vnifilter_vnis_follow_the_map():
                            auto=False))
     same(diff(m(["100-102=1000-1002"]), m(["100-101=1000-1001", "105=1005"])),
          (VLAN_DEL, "vx0", "", {"vids": ["105"]}),
-         (VLAN_ADD, "vx0", "", {"vids": ["102"], "pvid": None, "untagged": []}),
+         (VLAN_ADD, "vx0", "", {"vids": ["102"]}),
          (VNI_DEL, "vx0", "", {"vnis": ["1005"]}),
          (VNI_ADD, "vx0", "", {"vnis": ["1002"]}))
 
