@@ -55,7 +55,10 @@ class Operation:
         """One line: ``+ link-add br0 (netns t1) kind=bridge vlan_filtering=true``."""
         where = f" (netns {self.netns})" if self.netns else ""
         subject = f" {self.subject}" if self.subject else ""
-        params = " ".join(f"{k}={_fmt(v)}" for k, v in self.params.items())
+        # A param that repeats the subject (a route's `to`) is not shown twice.
+        shown = self.subject.split(" ", 1)[0]
+        params = " ".join(f"{k}={_fmt(v)}" for k, v in self.params.items()
+                          if not (shown and _fmt(v) == shown))
         return f"{SIGILS[self.action]} {self.action} {self.name}{where}{subject}" + (
             f" {params}" if params else "")
 
