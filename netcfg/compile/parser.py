@@ -405,7 +405,8 @@ class _Parser:
         for sub in sources:
             key = os.path.normpath(os.path.abspath(sub.name))
             if key in self.including:
-                chain = " -> ".join(self.including[self.including.index(key):] + [key])
+                chain = " -> ".join(_shown(path) for path in
+                                    self.including[self.including.index(key):] + [key])
                 self.report.error(loc, f"source loop: {chain}", "source")
                 continue
             if len(self.including) >= MAX_SOURCE_DEPTH:
@@ -414,3 +415,10 @@ class _Parser:
                 )
                 continue
             self.parse_source(sub)
+
+
+def _shown(path: str) -> str:
+    """A path as messages show it: relative when under the working directory,
+    like the locations the operator gave with -c."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
