@@ -1,5 +1,5 @@
 # netcfg developer entry points. `make demo` and `make test` set up everything
-# they need (a venv in .venv; Debian packages when run as root on Debian).
+# they need (a venv in .venv, ifupdown2's example files in .cache/).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -8,20 +8,33 @@ NETCFG := $(VENV)/bin/netcfg
 STAMP  := $(VENV)/.installed-stamp
 EXAMPLE ?= templates/examples/tenants.tmpl
 
-.PHONY: all venv deps test test-unit demo bench bench-compile clean
+.PHONY: all venv ifupdown2-examples bench-deps test test-unit demo bench bench-compile clean
 
 all: test
 
-# Debian packages the tests and benchmarks use; installed only when missing.
-DEB_PACKAGES := iproute2 ifupdown2 python3-mako
-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+# ifupdown2's own example files, for the compatibility tests: unpacked from its
+# .deb into .cache/ and never installed (installing ifupdown2 enables
+# networking.service for the next boot, which a test run must not do to a host).
+IFUPDOWN2_DIR := .cache/ifupdown2
+$(IFUPDOWN2_DIR)/.stamp:
+	@mkdir -p .cache/deb $(IFUPDOWN2_DIR)
+	@cd .cache/deb && { apt-get download ifupdown2 >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get download ifupdown2 >/dev/null 2>&1; }; } \
+	  || { echo "cannot download Debian's ifupdown2 package (apt-get download ifupdown2)"; exit 1; }
+	dpkg-deb -x .cache/deb/ifupdown2_*.deb $(IFUPDOWN2_DIR)
+	@touch $@
+
+ifupdown2-examples: $(IFUPDOWN2_DIR)/.stamp
+
+# The benchmarks run Debian's ifupdown2 itself (sandboxed), so they install it:
+# do that on a test machine, not a host whose networking you care about.
+BENCH_PACKAGES := ifupdown2 python3-mako
+bench-deps:
+	@missing=$$(for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian packages: $$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	      apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	  else echo "missing Debian packages (install them as root): $$missing"; fi; \
+	  echo "installing Debian packages for the benchmarks: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 $(STAMP): setup.cfg pyproject.toml
@@ -34,8 +47,9 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-test: deps venv
-	$(PY) -m pytest -q tests/unit tests/golden
+test: venv ifupdown2-examples
+	NETCFG_IFUPDOWN2_EXAMPLES=$(IFUPDOWN2_DIR)/usr/share/doc/ifupdown2/examples \
+	  $(PY) -m pytest -q tests/unit tests/golden
 
 test-unit: venv
 	$(PY) -m pytest -q tests/unit tests/golden
@@ -49,8 +63,8 @@ demo: venv
 
 bench: bench-compile
 
-bench-compile: deps venv
+bench-compile: bench-deps venv
 	$(PY) bench/compile/run.py --netcfg $(NETCFG)
 
 clean:
-	rm -rf $(VENV) build *.egg-info bench/out .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info bench/out .pytest_cache .hypothesis .cache

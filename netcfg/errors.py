@@ -91,5 +91,8 @@ class UsageError(NetcfgError):
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """' (did you mean X?)' for the closest candidate, or '' when none is close."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    # 0.75: one wrong character in a short name (vol1 for vol0) and a typo in
+    # a long one (bridge-prots, adress: ~0.9) still match; 0.6 also offered
+    # unrelated words (bridge-hashel -> bridge-stp at 0.70).
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
     return f" (did you mean '{close[0]}'?)" if close else ""

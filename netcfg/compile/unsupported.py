@@ -31,7 +31,21 @@ EXPLANATIONS = {
 }
 
 
+# Families of ifupdown2 attributes, by prefix. Valid netcfg attributes with the
+# same prefix (bridge-mcsnoop) never get here: only unknown names are explained.
+PREFIXES = (
+    ("mstpctl-", "MSTP (mstpd) is not supported; bridge-stp yes runs the kernel's STP"),
+    ("bridge-mc", "IGMP/MLD snooping tunables are not supported; bridge-mcsnoop turns "
+                  "snooping on or off and bridge-mcast-vlan-snooping keeps it per VLAN"),
+    ("bridge-portmc", "per-port multicast settings are not supported"),
+    ("bridge-hash", "the bridge's multicast database size is not configurable in netcfg"),
+    ("batman-", "B.A.T.M.A.N. mesh devices are not supported"),
+    ("clag", "CLAG/MLAG (Cumulus clagd) is not supported"),
+)
+
+
 def explain(attribute: str) -> str | None:
-    if attribute.startswith("mstpctl-"):
-        return "MSTP (mstpd) is not supported; bridge-stp yes runs the kernel's STP"
+    for prefix, reason in PREFIXES:
+        if attribute.startswith(prefix):
+            return reason
     return EXPLANATIONS.get(attribute)
