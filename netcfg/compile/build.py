@@ -130,7 +130,8 @@ class _ObjectBuilder:
         return obj
 
     def _infer_kind(self, p: _Pending) -> str | None:
-        found: dict[str, str] = {}  # kind -> the attribute that selected it
+        # kind -> (what selected it, where), in the order written
+        found: dict[str, tuple[str, SourceLocation]] = {}
         for raw in p.raws:
             if raw.name == KIND_ATTRIBUTE:
                 kind = self.by_link_type.get(raw.value)
@@ -138,17 +139,19 @@ class _ObjectBuilder:
                     self.report.error(raw.loc, f"{p.name}: link-type {raw.value} is not one of "
                                       f"{', '.join(sorted(self.by_link_type))}", KIND_ATTRIBUTE)
                     return None
-                found.setdefault(kind.name, f"link-type {raw.value}")
+                found.setdefault(kind.name, (f"link-type {raw.value}", raw.loc))
             else:
                 kind = self.by_attribute.get(raw.name)
                 if kind is not None:
-                    found.setdefault(kind.name, raw.name)
-        if any(method == "loopback" for method, _ in p.methods.values()):
-            found.setdefault("loopback", "method loopback")
+                    found.setdefault(kind.name, (raw.name, raw.loc))
+        for method, loc in p.methods.values():
+            if method == "loopback":
+                found.setdefault("loopback", ("method loopback", loc))
         if len(found) > 1:
-            (k1, a1), (k2, a2) = sorted(found.items())[:2]
-            self.report.error(p.loc, f"{p.name}: {a1} makes it a {k1} but {a2} makes it a {k2}; "
-                              f"an interface has one kind", a2.split()[0])
+            # Reported where the second kind was written: that is what contradicts.
+            (k1, (a1, _)), (k2, (a2, loc)) = list(found.items())[:2]
+            self.report.error(loc, f"{p.name}: {a2} makes it a {k2}, but {a1} already made it "
+                              f"a {k1}; an interface has one kind", a2.split()[0])
             return None
         if found:
             return next(iter(found))

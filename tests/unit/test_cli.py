@@ -147,3 +147,29 @@ def test_internal_error_has_no_traceback_unless_debug(monkeypatch, tmp_path):
     assert "internal error: RuntimeError: boom" in err and "Traceback" not in err
     code, _, err = run(["--debug", "check", "-c", str(tmp_path)])
     assert "Traceback" in err
+
+
+def test_plan_against_current_state_of_the_same_config_is_empty(tmp_path):
+    """`plan --current` diffs against a JSON model: the config against itself
+    needs nothing; with one address dropped from current, exactly that comes back."""
+    from netcfg.compile import ConfigSource, compile_config
+    from netcfg.compile.jsonform import model_to_json
+
+    example = str(EXAMPLES / "tenants.tmpl")
+    current = model_to_json(compile_config(ConfigSource(path=example)).model)
+    (tmp_path / "same.json").write_text(json.dumps(current))
+    code, out, err = run(["plan", "-c", example, "--lower", "off",
+                          "--current", str(tmp_path / "same.json")])
+    assert code == 0, err
+    assert out.splitlines()[-1] == "nothing to do"
+
+    eth0 = next(i for i in current["interfaces"]
+                if i["name"] == "eth0" and i.get("netns") == "beta")
+    eth0["address"] = []
+    (tmp_path / "drift.json").write_text(json.dumps(current))
+    code, out, err = run(["plan", "-c", example, "--lower", "off", "--json",
+                          "--current", str(tmp_path / "drift.json")])
+    assert code == 0, err
+    ops = [op for batch in json.loads(out)["batches"] for op in batch]
+    assert ops == [{"action": "addr-add", "name": "eth0", "netns": "beta",
+                    "subject": "10.200.2.2/30"}]
