@@ -2,147 +2,24 @@
 
     render (Mako) -> parse (stanzas) -> build (typed objects) -> validate
 
-Pure apart from reading the config files: never imports pyroute2 (a unit test
-enforces it). ``compile_config`` raises ConfigInvalid with every error found.
+The pipeline itself is in netcfg.compile.pipeline; its public names are
+re-exported here lazily, so that importing a small module of this package
+(``netcfg.compile.location``, which netcfg.errors needs) does not load Mako
+and the whole compiler, and cannot make an import cycle.
 """
 
 from __future__ import annotations
 
-import glob
-import json
-import os
-import sys
-from dataclasses import dataclass, field
-from importlib import resources
-from typing import Any
+_PUBLIC = ("ConfigSource", "Compiled", "compile_config", "render_config", "make_renderer",
+           "load_variables", "shipped_lib_dir", "read_stdin", "is_json",
+           "DEFAULT_CONFIG", "STDIN", "TEMPLATE_GLOB", "VARS_FILE")
 
-from netcfg.compile.build import build_objects
-from netcfg.compile.jsonform import model_from_json
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import Model
-from netcfg.compile.parser import parse
-from netcfg.compile.render import RenderedSource, Renderer
-from netcfg.compile.validate import finish_model
-from netcfg.errors import ConfigInvalid, Diagnostic, Report
-from netcfg.gcpause import gc_paused
-
-DEFAULT_CONFIG = "/etc/netcfg"
-TEMPLATE_GLOB = "*.tmpl"
-VARS_FILE = "vars.json"
-STDIN = "-"
+__all__ = list(_PUBLIC)
 
 
-@dataclass
-class ConfigSource:
-    """Where the config comes from and what the templates are given."""
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        from netcfg.compile import pipeline
 
-    path: str = DEFAULT_CONFIG
-    variables: dict[str, Any] = field(default_factory=dict)  # --set, over vars.json
-    stdin_text: str | None = None  # the text when path is "-"
-
-    @property
-    def directory(self) -> str:
-        if self.path == STDIN:
-            return os.getcwd()
-        return self.path if os.path.isdir(self.path) else os.path.dirname(self.path) or "."
-
-
-@dataclass
-class Compiled:
-    sources: list[RenderedSource]
-    model: Model
-    warnings: list[Diagnostic]
-
-
-def shipped_lib_dir() -> str:
-    return str(resources.files("netcfg.templates") / "lib")
-
-
-def load_variables(source: ConfigSource) -> dict[str, Any]:
-    """vars.json in the config directory, overridden by --set."""
-    variables: dict[str, Any] = {}
-    path = os.path.join(source.directory, VARS_FILE)
-    if os.path.isdir(source.path) and os.path.exists(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                loaded = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ConfigInvalid([Diagnostic(SourceLocation(path, e.lineno),
-                                            f"not valid JSON: {e.msg}")]) from None
-        if not isinstance(loaded, dict):
-            raise ConfigInvalid([Diagnostic(SourceLocation(path, 1),
-                                            "expected a JSON object of template variables")])
-        variables.update(loaded)
-    variables.update(source.variables)
-    return variables
-
-
-def make_renderer(source: ConfigSource) -> Renderer:
-    lib_dirs = [shipped_lib_dir()]
-    local_lib = os.path.join(source.directory, "lib")
-    if os.path.isdir(local_lib):
-        lib_dirs.insert(0, local_lib)  # the operator's defs win over shipped ones
-    return Renderer(lib_dirs, load_variables(source))
-
-
-def render_config(source: ConfigSource, renderer: Renderer | None = None) -> list[RenderedSource]:
-    """Render every template of the config, sorted by file name."""
-    renderer = renderer or make_renderer(source)
-    if source.path == STDIN:
-        return [renderer.render_text("<stdin>", source.stdin_text or "")]
-    if os.path.isdir(source.path):
-        files = sorted(glob.glob(os.path.join(source.path, TEMPLATE_GLOB)))
-        if not files:
-            raise ConfigInvalid([Diagnostic(SourceLocation(source.path, 0),
-                                            f"no {TEMPLATE_GLOB} files in {source.path}")])
-        return [renderer.render_file(f) for f in files]
-    if not os.path.exists(source.path):
-        raise ConfigInvalid([Diagnostic(SourceLocation(source.path, 0),
-                                        "no such file or directory")])
-    return [renderer.render_file(source.path)]
-
-
-def is_json(source: ConfigSource) -> bool:
-    if source.path == STDIN:
-        return (source.stdin_text or "").lstrip().startswith("{")
-    return source.path.endswith(".json") and os.path.isfile(source.path)
-
-
-def compile_config(source: ConfigSource) -> Compiled:
-    """The validated model of a config, or ConfigInvalid listing every error."""
-    with gc_paused():
-        return _compile(source)
-
-
-def _compile(source: ConfigSource) -> Compiled:
-    report = Report()
-    if is_json(source):
-        sources: list[RenderedSource] = []
-        text = source.stdin_text if source.path == STDIN else _read(source.path)
-        model = model_from_json(text or "", "<stdin>" if source.path == STDIN else source.path,
-                                report)
-    else:
-        renderer = make_renderer(source)
-        sources = render_config(source, renderer)
-
-        def load(pattern: str, loc: SourceLocation) -> list[RenderedSource]:
-            return [renderer.render_file(f) for f in sorted(glob.glob(pattern))
-                    if os.path.isfile(f)]
-
-        parsed = parse(sources, load, report)
-        model = build_objects(parsed, report)
-    finish_model(model, report)
-    report.raise_if_errors()
-    return Compiled(sources, model, [d for d in report.sorted() if d.severity == "warning"])
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise ConfigInvalid([Diagnostic(SourceLocation(path, 0), e.strerror or str(e))]) from None
-
-
-def read_stdin() -> str:
-    return sys.stdin.read()
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'netcfg.compile' has no attribute {name!r}")

@@ -1,0 +1,119 @@
+"""The kernel tier's sandbox guard: root, and never the host's network.
+
+These tests create namespaces, devices and mounts. They run as root inside a
+private network and mount namespace (`make test-kernel`:
+``unshare --net --mount --propagation private PY -m pytest tests/kernel``).
+The checks below run at import, before anything is touched: not root skips
+the tier; root in the host's network or mount namespace stops the whole run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
+
+HERE = Path(__file__).parent
+RUN_DIR = "/run/netns"     # where iproute2 looks: `ip -n NAME` must see ours
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _outermost_ns_inode(kind: str) -> int:
+    """The namespace this process tree started in: PID 1's, or, where PID 1
+    cannot be read (a container's may deny it even to root), that of the
+    farthest ancestor that can. Ours when none can: then we refuse to run."""
+    found = os.stat(f"/proc/self/ns/{kind}").st_ino
+    pid = os.getppid()
+    try:
+        while pid > 1:
+            found = os.stat(f"/proc/{pid}/ns/{kind}").st_ino
+            status = Path(f"/proc/{pid}/status").read_text()
+            pid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
+        found = os.stat(f"/proc/1/ns/{kind}").st_ino
+    except OSError:
+        pass
+    return found
+
+
+def _mount(source: str, target: str, fstype: str, flags: int = 0, data: str | None = None) -> None:
+    if libc.mount(source.encode(), target.encode(), fstype.encode(), ctypes.c_ulong(flags),
+                  data.encode() if data else None):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {fstype} on {target}: {os.strerror(err)}")
+
+
+def _enter_sandbox() -> None:
+    """Private, empty /run/netns; lo up. Only ever called inside the sandbox."""
+    if os.path.isdir(RUN_DIR):
+        _mount("tmpfs", RUN_DIR, "tmpfs", 0, "mode=755")
+    else:
+        # Creating /run/netns would leave an empty directory on the host's
+        # /run; a private tmpfs over /run leaves nothing (tests need no /run).
+        _mount("tmpfs", "/run", "tmpfs", 0, "mode=755")
+        os.mkdir(RUN_DIR, 0o755)
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+
+
+SKIP_REASON = None
+if os.geteuid() != 0:
+    SKIP_REASON = "kernel tests need root, inside a private network namespace: make test-kernel"
+elif shutil.which("ip") is None:
+    SKIP_REASON = "kernel tests read state back with iproute2: install iproute2"
+else:
+    if os.stat("/proc/self/ns/net").st_ino == _outermost_ns_inode("net"):
+        pytest.exit("kernel tests must run inside a private network namespace: make test-kernel",
+                    returncode=4)
+    if os.stat("/proc/self/ns/mnt").st_ino == _outermost_ns_inode("mnt"):
+        pytest.exit("kernel tests must run inside a private mount namespace: make test-kernel",
+                    returncode=4)
+    _enter_sandbox()
+
+
+def pytest_collection_modifyitems(config, items):
+    if SKIP_REASON:
+        skip = pytest.mark.skip(reason=SKIP_REASON)
+        for item in items:
+            if HERE in Path(item.fspath).parents:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def netns_dir():
+    """/run/netns (a private tmpfs), emptied again after each test."""
+    nsdir = NetnsDir(RUN_DIR)
+    assert nsdir.list_names() == [], "a previous test left namespaces behind"
+    yield nsdir
+    nsdir.delete_many(nsdir.list_names())
+
+
+@pytest.fixture
+def switcher():
+    with NetnsSwitcher() as sw:
+        yield sw
+
+
+def _ip_json(*args: str):
+    out = subprocess.run(["ip", "-j", *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+@pytest.fixture
+def ip_json():
+    """ip_json(*ARGS) -> `ip -j ARGS` parsed: iproute2 reads our state back."""
+    return _ip_json
+
+
+@pytest.fixture
+def read_links():
+    """read_links(netns or name) -> `ip -j -n NAME link show` (root: no -n)."""
+    def read(netns: Netns | str) -> list[dict]:
+        name = netns.name if isinstance(netns, Netns) else netns
+        return _ip_json(*(["-n", name] if name else []), "link", "show")
+    return read
