@@ -17,7 +17,7 @@ ids).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from netcfg.compile.model import ROOT_NETNS, ConfigObject, Model
@@ -242,6 +242,9 @@ class _KindInfo:
     keep: frozenset[str] = frozenset()
     paired: frozenset[str] = frozenset()
     created: frozenset[str] = frozenset()
+    # Schema defaults of the kind's attributes: what a config that leaves one
+    # out asks for, when comparing immutable attributes.
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.keep = HANDLED_ELSEWHERE | self.immutable
@@ -282,13 +285,15 @@ def _load_kind(name: str) -> _KindInfo:
         # A device of a kind netcfg does not know (read from the kernel):
         # configure it if asked to, never create or delete it.
         return _KindInfo(None, [], frozenset(), False, frozenset())
+    from netcfg.schema import group_attributes
+
     try:
-        from netcfg.schema import group_attributes
-        own = frozenset(group_attributes(kind.name))
+        specs = group_attributes(kind.name)
     except FileNotFoundError:
-        own = frozenset()
-    return _KindInfo(kind, registry.hooks_for(name), own, kind.creatable,
-                     kind.immutable_attributes)
+        specs = {}
+    defaults = {a: spec.schema["default"] for a, spec in specs.items() if "default" in spec.schema}
+    return _KindInfo(kind, registry.hooks_for(name), frozenset(specs), kind.creatable,
+                     kind.immutable_attributes, defaults=defaults)
 
 
 def _port_attributes() -> frozenset[str]:
@@ -359,7 +364,7 @@ class _Diff:
             elif cur.kind != obj.kind:
                 if c.info(cur.kind).creatable:
                     fresh.add(key)
-            elif any(obj.attrs.get(a) != cur.attrs.get(a) for a in info.immutable):
+            elif any(_differs(obj, cur, a, info.defaults) for a in info.immutable):
                 fresh.add(key)
         todo = list(fresh)
         while todo:
@@ -481,13 +486,13 @@ class _Diff:
             old = {}
         if refs:
             excluded = excluded | {r.attribute for r in refs}
+        # Only what the config writes is managed: an attribute it leaves out
+        # keeps whatever the kernel has (read-back state reports every
+        # attribute, defaults included), as with ifupdown2.
         changed: dict[str, Any] = {}
         for attribute, value in obj.attrs.items():
             if attribute not in excluded and old.get(attribute) != value:
                 changed[attribute] = value
-        for attribute in old:
-            if attribute not in excluded and attribute not in obj.attrs:
-                changed[attribute] = None
         if changed:
             port = {a: v for a, v in changed.items() if a in self.port_attributes}
             link = {a: v for a, v in changed.items() if a not in self.port_attributes}
@@ -583,3 +588,17 @@ class _Diff:
                          else (VRF, route[VRF]) if VRF in route else None)
                 table[(netns, route["to"], where, route.get("metric"))] = route
         return table
+
+
+def _differs(want: ConfigObject, have: ConfigObject, attribute: str,
+             defaults: dict[str, Any]) -> bool:
+    """Whether the config asks for another value than the device has. An
+    attribute the config leaves out means its schema default, if it has one
+    (a vlan's protocol), else whatever the device has."""
+    if attribute in want.attrs:
+        wanted = want.attrs[attribute]
+    elif attribute in defaults:
+        wanted = defaults[attribute]
+    else:
+        return False
+    return have.attrs.get(attribute, defaults.get(attribute)) != wanted

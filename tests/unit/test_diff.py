@@ -150,10 +150,24 @@ def test_implied_veth_peer_never_creates():
 # ---------------------------------------------------------------- changing
 
 def test_mutable_attributes_become_link_set_with_only_the_changes():
+    # The alias is not in the config: not managed, left as the kernel has it.
     current = model(iface("dum0", "dummy", mtu=1500, alias="old"))
     desired = model(iface("dum0", "dummy", mtu=9000, addr_gen_mode="none"))
     same(diff(desired, current),
-         (LINK_SET, "dum0", "", {"mtu": 9000, "addr-gen-mode": "none", "alias": None}))
+         (LINK_SET, "dum0", "", {"mtu": 9000, "addr-gen-mode": "none"}))
+
+
+def test_a_default_left_out_of_the_config_does_not_recreate():
+    """Read-back state reports the kernel's defaults (vlan-protocol 802.1q);
+    a config that leaves them out asks for the same, so nothing changes."""
+    current = model(iface("swp1", "physical"),
+                    iface("v", "vlan", vlan_raw_device="swp1", vlan_id=10,
+                          vlan_protocol="802.1q"))
+    desired = model(iface("swp1", "physical"),
+                    iface("v", "vlan", vlan_raw_device="swp1", vlan_id=10))
+    assert diff(desired, current) == []
+    desired.interfaces[("", "v")].attrs["vlan-protocol"] = "802.1ad"
+    assert [op.action for op in diff(desired, current)][:2] == [LINK_DEL, LINK_ADD]
 
 
 def test_bridge_port_attributes_get_their_own_link_set():
