@@ -369,3 +369,19 @@ TUNNEL_MSG = struct.Struct("=BBHI")           # struct tunnel_msg: family, flags
 
 MESSAGE_NAMES.update({RTM_NEWTUNNEL: "RTM_NEWTUNNEL", RTM_DELTUNNEL: "RTM_DELTUNNEL",
                       RTM_GETTUNNEL: "RTM_GETTUNNEL"})
+
+# --- appended for netcfg/kernel/read.py (kernel spellings) --------------------
+# linux/if.h
+IFF_LOOPBACK = 0x8
+# linux/if_addr.h
+IFA_PROTO = 11                # u8: who made the address (6.1+)
+IFAPROT_UNSPEC, IFAPROT_KERNEL_LO, IFAPROT_KERNEL_RA, IFAPROT_KERNEL_LL = 0, 1, 2, 3
+# linux/if_link.h (inside IFLA_AF_SPEC / AF_INET6), linux/ipv6.h
+IFLA_INET6_CONF = 2           # s32 per DEVCONF_*
+DEVCONF_DISABLE_IPV6 = 26
+# linux/if_bridge.h
+IFLA_BRIDGE_VLAN_TUNNEL_INFO = 3
+IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS = 1, 2, 3
+# linux/rtnetlink.h, linux/net_namespace.h
+RTM_NEWNSID, RTM_GETNSID = 88, 90
+NETNSA_NSID, NETNSA_FD = 1, 3

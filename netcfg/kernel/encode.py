@@ -1,0 +1,717 @@
+"""Operations to netlink requests: the planner's words in the kernel's.
+
+``encode(op, ctx)`` turns one Operation (netcfg/plan/ops.py) into the
+requests that carry it out, to be sent with ``RtnlSocket.transact`` on a
+socket opened inside ``op.netns`` (the applier opens it there with
+``NetnsSwitcher.socket_in``), so every device is created straight in its
+namespace. What this module knows about the other side of the edge it was
+taught by the kernel (tests/kernel/test_encode.py), not by the headers alone:
+
+- IFLA_IFALIAS and IFLA_AF_SPEC are not honoured by a create request (the
+  alias is silently dropped, IFLA_AF_SPEC/AF_INET6 is refused with
+  EAFNOSUPPORT, even from `ip link add ... addrgenmode none`). link-add sends
+  them in a second RTM_NEWLINK that names the new device by IFLA_IFNAME; the
+  kernel handles a batch's requests in order, so it lands before any link-up.
+- A kernel built without CONFIG_BRIDGE_VLAN_FILTERING answers EOPNOTSUPP to
+  any IFLA_BR_VLAN_FILTERING, even 0; vlan_filtering off is the default, so
+  it is sent only when on.
+- IFLA_BR_AGEING_TIME is in centiseconds (clock_t, USER_HZ 100); the
+  config's bridge-ageing is seconds.
+- IFLA_PROTINFO (bridge port options) and VXLAN_VNIFILTER_ENTRY must carry
+  NLA_F_NESTED: without it br_setlink reads IFLA_PROTINFO as a bare STP port
+  state, and vxlan's vnifilter parser refuses the entry.
+- Byte orders: IFLA_VXLAN_PORT and IFLA_VLAN_PROTOCOL are big-endian
+  (__be16), addresses are network order, every other integer host order.
+- Bridge port options and port VLANs go as AF_BRIDGE RTM_SETLINK/RTM_DELLINK
+  (rtnl_bridge_setlink); an AF_BRIDGE RTM_NEWLINK is an ordinary link request
+  that ignores IFLA_PROTINFO.
+
+Not netlink, so not encoded (empty list): netns-add / netns-del (the applier
+does them with ns.py), and ``disable-ipv6`` in link-add / link-set params,
+a sysctl (net.ipv6.conf.IF.disable_ipv6) the applier writes itself.
+
+Devices are named by ifindex from ``ctx.ifindex``. Requests on the device
+itself (link-set, master-*, link-up/down, link-del) fall back to its name
+(IFLA_IFNAME, looked up by the kernel in the socket's namespace) when the
+context does not know it yet, e.g. a device created earlier in the same
+batch; addresses, routes, port VLANs and VNIs need the ifindex, and the
+context's KeyError then reaches the caller (read back, then encode again).
+
+A param that cannot be expressed raises EncodeError: nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol
+
+from netcfg.errors import EXIT_INVALID_CONFIG, NetcfgError
+from netcfg.kernel.nl import Request
+from netcfg.kernel.nlmsg import (
+    AD_LACP_FAST, AD_LACP_SLOW, AF_BRIDGE, AF_INET, AF_INET6, BOND_MODE_8023AD,
+    BOND_MODE_ACTIVEBACKUP, BOND_MODE_ALB, BOND_MODE_BROADCAST, BOND_MODE_ROUNDROBIN,
+    BOND_MODE_TLB, BOND_MODE_XOR, BOND_XMIT_POLICY_ENCAP23, BOND_XMIT_POLICY_ENCAP34,
+    BOND_XMIT_POLICY_LAYER2, BOND_XMIT_POLICY_LAYER23, BOND_XMIT_POLICY_LAYER34,
+    BOND_XMIT_POLICY_VLAN_SRCMAC, BR_BOOLOPT_MCAST_VLAN_SNOOPING, BR_BOOLOPT_MULTI,
+    BRIDGE_VLAN_INFO, BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
+    BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED, ETH_P_8021AD, ETH_P_8021Q, IFA_ADDRESS,
+    IFA_LOCAL, IFF_UP, IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE, IFLA_BOND_MIIMON,
+    IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE, IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME,
+    IFLA_BR_MCAST_SNOOPING, IFLA_BR_MULTI_BOOLOPT, IFLA_BR_STP_STATE, IFLA_BR_VLAN_DEFAULT_PVID,
+    IFLA_BR_VLAN_FILTERING, IFLA_BRIDGE_VLAN_INFO, IFLA_BRPORT_LEARNING, IFLA_GROUP,
+    IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE, IFLA_LINK, IFLA_LINK_NETNSID,
+    IFLA_MACVLAN_MODE, IFLA_MASTER, IFLA_MTU, IFLA_NET_NS_FD, IFLA_PROTINFO, IFLA_VLAN_ID,
+    IFLA_VLAN_PROTOCOL, IFLA_VRF_TABLE, IFLA_VXLAN_COLLECT_METADATA, IFLA_VXLAN_GROUP,
+    IFLA_VXLAN_GROUP6, IFLA_VXLAN_ID, IFLA_VXLAN_LEARNING, IFLA_VXLAN_LOCAL, IFLA_VXLAN_LOCAL6,
+    IFLA_VXLAN_PORT, IFLA_VXLAN_VNIFILTER, IN6_ADDR_GEN_MODE_EUI64, IN6_ADDR_GEN_MODE_NONE,
+    IN6_ADDR_GEN_MODE_RANDOM, IN6_ADDR_GEN_MODE_STABLE_PRIVACY, MACVLAN_MODE_BRIDGE,
+    MACVLAN_MODE_PASSTHRU, MACVLAN_MODE_PRIVATE, MACVLAN_MODE_SOURCE, MACVLAN_MODE_VEPA,
+    NLA_F_NESTED, NLM_F_CREATE, NLM_F_EXCL, RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_NOWHERE,
+    RT_SCOPE_UNIVERSE, RT_TABLE_MAIN, RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_PRIORITY, RTA_TABLE,
+    RTM_DELADDR, RTM_DELLINK, RTM_DELROUTE, RTM_DELTUNNEL, RTM_NEWADDR, RTM_NEWLINK,
+    RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_SETLINK, RTN_UNICAST, RTN_UNSPEC, TUNNEL_MSG,
+    VETH_INFO_PEER, VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_END,
+    VXLAN_VNIFILTER_ENTRY_START, dellink_group, ifaddrmsg, ifinfomsg, linkinfo, nested, rtattr,
+    rtattr_str, rtattr_u32, rtmsg,
+)
+from netcfg.kernel.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
+                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL, Operation)
+
+CREATE = NLM_F_CREATE | NLM_F_EXCL
+
+
+class EncodeContext(Protocol):
+    """What encoding needs to know about the kernel, kept by the applier from read-back."""
+
+    def ifindex(self, netns: str, name: str) -> int:
+        """The device's ifindex in ``netns``; KeyError when unknown."""
+
+    def netns_fd(self, netns: str) -> int:
+        """An open fd of ``netns`` (IFLA_NET_NS_FD of a veth peer made there)."""
+
+    def nsid(self, netns: str, other: str) -> int | None:
+        """The id ``other`` has as seen from ``netns`` (IFLA_LINK_NETNSID); None if none."""
+
+    def vrf_table(self, netns: str, name: str) -> int:
+        """The routing table of VRF device ``name`` (routes written with ``vrf NAME``)."""
+
+
+@dataclass
+class StaticContext:
+    """An EncodeContext over plain dicts (tests, dry runs, an applier's table)."""
+
+    ifindexes: dict[tuple[str, str], int] = field(default_factory=dict)
+    netns_fds: dict[str, int] = field(default_factory=dict)
+    nsids: dict[tuple[str, str], int] = field(default_factory=dict)
+    vrf_tables: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def ifindex(self, netns: str, name: str) -> int:
+        return self.ifindexes[(netns, name)]
+
+    def netns_fd(self, netns: str) -> int:
+        return self.netns_fds[netns]
+
+    def nsid(self, netns: str, other: str) -> int | None:
+        return self.nsids.get((netns, other))
+
+    def vrf_table(self, netns: str, name: str) -> int:
+        return self.vrf_tables[(netns, name)]
+
+
+class EncodeError(NetcfgError):
+    """An operation netcfg cannot express as netlink; nothing was sent."""
+
+    exit_code = EXIT_INVALID_CONFIG
+    retryable = False
+
+    def __init__(self, op: Operation, param: str | None, message: str):
+        self.op = op
+        self.param = param
+        where = f" (netns {op.netns})" if op.netns else ""
+        what = f" {param}" if param else ""
+        super().__init__(f"{op.action} {op.name}{where}{what}: {message}")
+
+
+def encode(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """The requests carrying out ``op``, each tagged with it; [] when it is not netlink."""
+    return ENCODERS[op.action](op, ctx)
+
+
+def delete_group(netns: str) -> Request:
+    """Every device netcfg made in ``netns``, in one request (the socket's namespace).
+
+    Equivalent to: `ip -n NETNS link delete group 28259`. ENODEV when there is none.
+    """
+    return Request(RTM_DELLINK, 0, dellink_group(NETCFG_GROUP),
+                   tag=Operation(LINK_DEL, netns, "", f"group {NETCFG_GROUP}"))
+
+
+# ---------------------------------------------------------------- value encoders
+# Each turns a param's value into one attribute (b"" for nothing to send).
+
+Encoder = Callable[[Any], bytes]
+
+
+def _u8(attr: int) -> Encoder:
+    return lambda v: rtattr(attr, struct.pack("=B", int(v)))
+
+
+def _u16(attr: int) -> Encoder:
+    return lambda v: rtattr(attr, struct.pack("=H", int(v)))
+
+
+def _be16(attr: int) -> Encoder:
+    return lambda v: rtattr(attr, struct.pack("!H", int(v)))
+
+
+def _u32(attr: int) -> Encoder:
+    return lambda v: rtattr_u32(attr, int(v))
+
+
+def _choice(names: dict[str, int], then: Callable[[int], Encoder], attr: int) -> Encoder:
+    """A word of the config (``802.3ad``) as the kernel's number."""
+    encode_number = then(attr)
+
+    def encode_word(v: Any) -> bytes:
+        if v not in names:
+            raise ValueError(f"expected one of {', '.join(names)}, got {v!r}")
+        return encode_number(names[v])
+    return encode_word
+
+
+def _ip(attr4: int, attr6: int) -> Encoder:
+    """An address as IPv4 or IPv6 attribute by its family (vxlan local, remote)."""
+    def encode_ip(v: Any) -> bytes:
+        ip = ipaddress.ip_address(v)
+        return rtattr(attr4 if ip.version == 4 else attr6, ip.packed)
+    return encode_ip
+
+
+def _first_ip(attr4: int, attr6: int) -> Encoder:
+    """vxlan-remoteip is a list; netcfg supports one remote (kinds/vxlan.py)."""
+    one = _ip(attr4, attr6)
+
+    def encode_first(v: Any) -> bytes:
+        if not v or len(v) != 1:
+            raise ValueError(f"expected exactly one remote address, got {v!r}")
+        return one(v[0])
+    return encode_first
+
+
+def _seconds_as_centiseconds(attr: int) -> Encoder:
+    return lambda v: rtattr_u32(attr, int(v) * 100)
+
+
+def _boolopt(option: int) -> Encoder:
+    """IFLA_BR_MULTI_BOOLOPT sets only the options its mask names."""
+    bit = 1 << option
+    return lambda v: rtattr(IFLA_BR_MULTI_BOOLOPT, BR_BOOLOPT_MULTI.pack(bit if v else 0, bit))
+
+
+def _only_when_on(attr: int) -> Encoder:
+    # The default (off) is not sent: kernels without CONFIG_BRIDGE_VLAN_FILTERING
+    # refuse the attribute whatever its value (EOPNOTSUPP).
+    encode_u8 = _u8(attr)
+    return lambda v: encode_u8(1) if v else b""
+
+
+def _mac(v: Any) -> bytes:
+    mac = bytes.fromhex(str(v).replace(":", ""))
+    if len(mac) != 6:
+        raise ValueError("expected a MAC address like 02:00:00:00:00:01")
+    return rtattr(IFLA_ADDRESS, mac)
+
+
+def _addr_gen_mode(v: Any) -> bytes:
+    if v not in ADDR_GEN_MODES:
+        raise ValueError(f"expected one of {', '.join(ADDR_GEN_MODES)}, got {v!r}")
+    mode = rtattr(IFLA_INET6_ADDR_GEN_MODE, struct.pack("=B", ADDR_GEN_MODES[v]))
+    return nested(IFLA_AF_SPEC, [nested(AF_INET6, [mode])])
+
+
+ADDR_GEN_MODES = {"eui64": IN6_ADDR_GEN_MODE_EUI64, "none": IN6_ADDR_GEN_MODE_NONE,
+                  "stable_secret": IN6_ADDR_GEN_MODE_STABLE_PRIVACY,
+                  "random": IN6_ADDR_GEN_MODE_RANDOM}
+VLAN_PROTOCOLS = {"802.1q": ETH_P_8021Q, "802.1ad": ETH_P_8021AD}
+MACVLAN_MODES = {"private": MACVLAN_MODE_PRIVATE, "vepa": MACVLAN_MODE_VEPA,
+                 "bridge": MACVLAN_MODE_BRIDGE, "passthru": MACVLAN_MODE_PASSTHRU,
+                 "source": MACVLAN_MODE_SOURCE}
+BOND_MODES = {"balance-rr": BOND_MODE_ROUNDROBIN, "active-backup": BOND_MODE_ACTIVEBACKUP,
+              "balance-xor": BOND_MODE_XOR, "broadcast": BOND_MODE_BROADCAST,
+              "802.3ad": BOND_MODE_8023AD, "balance-tlb": BOND_MODE_TLB,
+              "balance-alb": BOND_MODE_ALB}
+BOND_LACP_RATES = {"slow": AD_LACP_SLOW, "fast": AD_LACP_FAST}
+BOND_XMIT_HASH_POLICIES = {
+    "layer2": BOND_XMIT_POLICY_LAYER2, "layer3+4": BOND_XMIT_POLICY_LAYER34,
+    "layer2+3": BOND_XMIT_POLICY_LAYER23, "encap2+3": BOND_XMIT_POLICY_ENCAP23,
+    "encap3+4": BOND_XMIT_POLICY_ENCAP34, "vlan+srcmac": BOND_XMIT_POLICY_VLAN_SRCMAC,
+}
+
+# Marks a link-add param that another operation carries: encoding it here too
+# would do the work twice. vxlan.create_params lists a vnifilter device's VNIs,
+# and the diff emits vni-add for the same VNIs.
+CARRIED_ELSEWHERE: Encoder = lambda v: b""   # noqa: E731
+
+
+# ---------------------------------------------------------------- per-kind IFLA_INFO_DATA
+# Kind -> create_params key -> encoder. Every key a kind's create_params can
+# emit is here; a key missing from its kind's table is an EncodeError.
+INFO_DATA: dict[str, dict[str, Encoder]] = {
+    "bridge": {
+        "vlan_filtering": _only_when_on(IFLA_BR_VLAN_FILTERING),
+        "stp": _u32(IFLA_BR_STP_STATE),
+        "mcast_snooping": _u8(IFLA_BR_MCAST_SNOOPING),
+        "mcast_vlan_snooping": _boolopt(BR_BOOLOPT_MCAST_VLAN_SNOOPING),
+        "ageing_time": _seconds_as_centiseconds(IFLA_BR_AGEING_TIME),
+        "default_pvid": _u16(IFLA_BR_VLAN_DEFAULT_PVID),
+    },
+    "vlan": {
+        "id": _u16(IFLA_VLAN_ID),
+        "protocol": _choice(VLAN_PROTOCOLS, _be16, IFLA_VLAN_PROTOCOL),
+    },
+    "vxlan": {
+        "id": _u32(IFLA_VXLAN_ID),
+        "local": _ip(IFLA_VXLAN_LOCAL, IFLA_VXLAN_LOCAL6),
+        "remote": _ip(IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6),
+        "port": _be16(IFLA_VXLAN_PORT),
+        "learning": _u8(IFLA_VXLAN_LEARNING),
+        "external": _u8(IFLA_VXLAN_COLLECT_METADATA),
+        "vnifilter": _u8(IFLA_VXLAN_VNIFILTER),
+        "vnis": CARRIED_ELSEWHERE,
+    },
+    "macvlan": {"mode": _choice(MACVLAN_MODES, _u32, IFLA_MACVLAN_MODE)},
+    "bond": {
+        "mode": _choice(BOND_MODES, _u8, IFLA_BOND_MODE),
+        "miimon": _u32(IFLA_BOND_MIIMON),
+        "lacp_rate": _choice(BOND_LACP_RATES, _u8, IFLA_BOND_AD_LACP_RATE),
+        "min_links": _u32(IFLA_BOND_MIN_LINKS),
+        "xmit_hash_policy": _choice(BOND_XMIT_HASH_POLICIES, _u8, IFLA_BOND_XMIT_HASH_POLICY),
+    },
+    "vrf": {"table": _u32(IFLA_VRF_TABLE)},
+    "dummy": {},
+    "veth": {},   # the peer (peer, peer_netns) is built by _veth_peer
+}
+
+
+# ---------------------------------------------------------------- attributes by config name
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """How one config attribute reaches the kernel on an existing device.
+
+    ``place``: LINK (an IFLA_* of RTM_NEWLINK), INFO (IFLA_INFO_DATA of
+    ``kind``, through INFO_DATA[kind][key]), PORT (IFLA_PROTINFO of an
+    AF_BRIDGE RTM_SETLINK) or SYSCTL (not netlink: the applier's).
+    ``reset`` is what a null value sends (the kernel's default); NO_RESET
+    when there is no default to go back to.
+    """
+
+    place: str
+    encode: Encoder | None = None
+    kind: str = ""
+    key: str = ""
+    reset: Any = None
+    at_create: bool = True     # honoured by a create request (else: sent right after it)
+
+
+LINK, INFO, PORT, SYSCTL = "link", "info", "port", "sysctl"
+NO_RESET = object()
+
+SETTINGS: dict[str, Setting] = {
+    "mtu": Setting(LINK, _u32(IFLA_MTU), reset=NO_RESET),
+    "hwaddress": Setting(LINK, _mac, reset=NO_RESET),
+    "alias": Setting(LINK, lambda v: rtattr_str(IFLA_IFALIAS, v), reset="", at_create=False),
+    "addr-gen-mode": Setting(LINK, _addr_gen_mode, reset="eui64", at_create=False),
+    "disable-ipv6": Setting(SYSCTL),
+    "bridge-stp": Setting(INFO, kind="bridge", key="stp", reset=False),
+    "bridge-mcsnoop": Setting(INFO, kind="bridge", key="mcast_snooping", reset=True),
+    "bridge-mcast-vlan-snooping": Setting(INFO, kind="bridge", key="mcast_vlan_snooping",
+                                          reset=False),
+    "bridge-ageing": Setting(INFO, kind="bridge", key="ageing_time", reset=300),
+    "bond-miimon": Setting(INFO, kind="bond", key="miimon", reset=0),
+    "bond-lacp-rate": Setting(INFO, kind="bond", key="lacp_rate", reset="slow"),
+    "bond-min-links": Setting(INFO, kind="bond", key="min_links", reset=0),
+    "bond-xmit-hash-policy": Setting(INFO, kind="bond", key="xmit_hash_policy", reset="layer2"),
+    "vxlan-learning": Setting(INFO, kind="vxlan", key="learning", reset=True),
+    "vxlan-remoteip": Setting(INFO, _first_ip(IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6),
+                              kind="vxlan", reset=NO_RESET),
+    "bridge-learning": Setting(PORT, _u8(IFLA_BRPORT_LEARNING), reset=True),
+}
+
+# link-add params naming other devices (diff.LOWER_PARAM, diff.PEER_PARAM, ...).
+LOWER, LOWER_NETNS, PEER, PEER_NETNS = "link", "link_netns", "peer", "peer_netns"
+
+
+# ---------------------------------------------------------------- helpers
+def _value(op: Operation, param: str, encoder: Encoder, value: Any) -> bytes:
+    if value is None:
+        raise EncodeError(op, param, "has no value; the config must give one")
+    try:
+        return encoder(value)
+    except (ValueError, TypeError, struct.error) as e:
+        raise EncodeError(op, param, f"cannot encode {value!r}: {e}") from None
+
+
+def _only(op: Operation, allowed: Iterable[str]) -> None:
+    extra = sorted(set(op.params) - set(allowed))
+    if extra:
+        raise EncodeError(op, extra[0], f"is not a param of {op.action} (expected "
+                                        f"{', '.join(sorted(allowed)) or 'none'})")
+
+
+def _device(op: Operation, ctx: EncodeContext, family: int = 0, flags: int = 0,
+            change: int = 0) -> bytes:
+    """ifinfomsg naming op's device: by ifindex, else by name (the kernel looks it up)."""
+    try:
+        return ifinfomsg(ctx.ifindex(op.netns, op.name), flags, change, family)
+    except KeyError:
+        return ifinfomsg(0, flags, change, family) + rtattr_str(IFLA_IFNAME, op.name)
+
+
+def _index(op: Operation, ctx: EncodeContext, name: str | None = None) -> int:
+    return ctx.ifindex(op.netns, op.name if name is None else name)
+
+
+def _ranges(op: Operation, param: str) -> list[tuple[int, int]]:
+    """``["100", "200-210"]`` as [(100, 100), (200, 210)]."""
+    out = []
+    for text in op.params.get(param) or ():
+        first, _, last = str(text).partition("-")
+        try:
+            span = (int(first), int(last or first))
+        except ValueError:
+            raise EncodeError(op, param, f"{text!r} is not an id or a range FIRST-LAST") from None
+        if span[0] > span[1]:
+            raise EncodeError(op, param, f"range {text!r} ends before it starts")
+        out.append(span)
+    return out
+
+
+# ---------------------------------------------------------------- link-add
+def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip link add NAME group 28259 [mtu M] [address MAC] type KIND ...`,
+    then `ip link set NAME alias TEXT addrgenmode MODE` when those are given."""
+    params = op.params
+    kind = params.get("kind")
+    table = INFO_DATA.get(kind)
+    if table is None:
+        raise EncodeError(op, "kind", f"netcfg cannot create a {kind!r} device (it creates "
+                                      f"{', '.join(sorted(INFO_DATA))})")
+    attrs = [rtattr_str(IFLA_IFNAME, op.name), rtattr_u32(IFLA_GROUP, NETCFG_GROUP)]
+    later: list[bytes] = []
+    data: list[bytes] = []
+    # Read together with the param they qualify.
+    consumed = {"kind", *((LOWER_NETNS,) if LOWER in params else ()),
+                *((PEER_NETNS,) if kind == "veth" else ())}
+    for param, value in params.items():
+        if param in consumed:
+            continue
+        if param == LOWER:
+            attrs += _lower(op, ctx)
+        elif param == PEER and kind == "veth":
+            data.append(_veth_peer(op, ctx))
+        elif param in table:
+            if table[param] is not CARRIED_ELSEWHERE:
+                data.append(_value(op, param, table[param], value))
+        elif param in SETTINGS and SETTINGS[param].place in (LINK, SYSCTL):
+            setting = SETTINGS[param]
+            if setting.place == SYSCTL:
+                continue   # disable-ipv6: the applier writes the sysctl
+            encoded = _value(op, param, setting.encode, value)
+            (attrs if setting.at_create else later).append(encoded)
+        else:
+            raise EncodeError(op, param, f"is not a param netcfg can send when creating a "
+                                         f"{kind} (known: {', '.join(sorted(table)) or 'none'}, "
+                                         f"and the common mtu, hwaddress, alias, addr-gen-mode)")
+    if kind == "veth" and PEER not in params:
+        raise EncodeError(op, PEER, "a veth is created with its peer; the op names none")
+    attrs.append(linkinfo(kind, [d for d in data if d]))
+    requests = [Request(RTM_NEWLINK, CREATE, ifinfomsg() + b"".join(attrs), tag=op)]
+    if later:
+        # Not honoured at creation (module docstring): set on the new device by name.
+        requests.append(Request(RTM_NEWLINK, 0, ifinfomsg() + rtattr_str(IFLA_IFNAME, op.name)
+                                + b"".join(later), tag=op))
+    return requests
+
+
+def _lower(op: Operation, ctx: EncodeContext) -> list[bytes]:
+    """IFLA_LINK of a vlan / macvlan, and the lower's namespace when it is elsewhere."""
+    name = op.params[LOWER]
+    if not name:
+        raise EncodeError(op, LOWER, "names no lower device")
+    netns = op.params.get(LOWER_NETNS, op.netns)
+    attrs = [rtattr_u32(IFLA_LINK, ctx.ifindex(netns, name))]
+    if netns != op.netns:
+        nsid = ctx.nsid(op.netns, netns)
+        if nsid is None:
+            raise EncodeError(op, LOWER_NETNS, f"namespace {netns!r} has no id in "
+                                               f"{op.netns!r}'s namespace; assign one first "
+                                               f"(ip -n {op.netns or '.'} netns set NAME ID)")
+        attrs.append(rtattr(IFLA_LINK_NETNSID, struct.pack("=i", nsid)))
+    return attrs
+
+
+def _veth_peer(op: Operation, ctx: EncodeContext) -> bytes:
+    """VETH_INFO_PEER: an ifinfomsg and the peer's own IFLA_* (made in its namespace)."""
+    name = op.params[PEER]
+    if not name:
+        raise EncodeError(op, PEER, "names no peer device")
+    peer = [ifinfomsg(), rtattr_str(IFLA_IFNAME, name), rtattr_u32(IFLA_GROUP, NETCFG_GROUP)]
+    netns = op.params.get(PEER_NETNS, op.netns)
+    if netns != op.netns:
+        peer.append(rtattr_u32(IFLA_NET_NS_FD, ctx.netns_fd(netns)))
+    return rtattr(VETH_INFO_PEER, b"".join(peer))
+
+
+# ---------------------------------------------------------------- link-set
+def _link_set(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip link set NAME mtu M alias TEXT type bridge stp_state 1 ...`
+    and, for bridge port options, `bridge link set dev NAME learning on`."""
+    link: list[bytes] = []
+    data: list[bytes] = []
+    port: list[bytes] = []
+    kinds: set[str] = set()
+    for param, value in op.params.items():
+        setting = SETTINGS.get(param)
+        if setting is None:
+            raise EncodeError(op, param, "netcfg cannot change this attribute on an existing "
+                                         "device; it is set when the device is created (or not "
+                                         "at all): re-create the device to change it")
+        if setting.place == SYSCTL:
+            continue   # disable-ipv6: the applier writes the sysctl
+        if value is None:
+            if setting.reset is NO_RESET:
+                raise EncodeError(op, param, "cannot be reset to a kernel default (there is "
+                                             "none to go back to); write the value wanted")
+            value = setting.reset
+        encoder = setting.encode or INFO_DATA[setting.kind][setting.key]
+        encoded = _value(op, param, encoder, value)
+        if setting.place == LINK:
+            link.append(encoded)
+        elif setting.place == PORT:
+            port.append(encoded)
+        else:
+            kinds.add(setting.kind)
+            data.append(encoded)
+    if len(kinds) > 1:
+        raise EncodeError(op, None, f"mixes attributes of kinds {', '.join(sorted(kinds))}; "
+                                    f"a device has one kind")
+    requests = []
+    if link or data:
+        if data:
+            link.append(linkinfo(kinds.pop(), [d for d in data if d]))
+        requests.append(Request(RTM_NEWLINK, 0, _device(op, ctx) + b"".join(link), tag=op))
+    if port:
+        protinfo = rtattr(IFLA_PROTINFO | NLA_F_NESTED, b"".join(port))
+        requests.append(Request(RTM_SETLINK, 0, ifinfomsg(_index(op, ctx), family=AF_BRIDGE)
+                                + protinfo, tag=op))
+    return requests
+
+
+# ---------------------------------------------------------------- link-del, master, up/down
+def _link_del(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip link delete NAME` (a veth's peer goes with it)."""
+    # The params name the peer / lower for the planner's ordering only.
+    _only(op, (PEER, PEER_NETNS, LOWER, LOWER_NETNS))
+    return [Request(RTM_DELLINK, 0, _device(op, ctx), tag=op)]
+
+
+def _master_set(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip link set NAME master MASTER`."""
+    _only(op, ("master",))
+    master = _index(op, ctx, op.params.get("master") or "")
+    return [Request(RTM_NEWLINK, 0, _device(op, ctx) + rtattr_u32(IFLA_MASTER, master), tag=op)]
+
+
+def _master_unset(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip link set NAME nomaster`."""
+    _only(op, ("master",))
+    return [Request(RTM_NEWLINK, 0, _device(op, ctx) + rtattr_u32(IFLA_MASTER, 0), tag=op)]
+
+
+def _link_up(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip link set NAME up`."""
+    _only(op, ())
+    return [Request(RTM_NEWLINK, 0, _device(op, ctx, flags=IFF_UP, change=IFF_UP), tag=op)]
+
+
+def _link_down(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip link set NAME down`."""
+    _only(op, ())
+    return [Request(RTM_NEWLINK, 0, _device(op, ctx, flags=0, change=IFF_UP), tag=op)]
+
+
+# ---------------------------------------------------------------- addresses
+def _address(op: Operation, ctx: EncodeContext) -> bytes:
+    try:
+        interface = ipaddress.ip_interface(op.subject)
+    except ValueError:
+        raise EncodeError(op, None, f"{op.subject!r} is not an address with a prefix "
+                                    f"length (10.0.0.1/24)") from None
+    _only(op, ())
+    ip = interface.ip
+    family = AF_INET if ip.version == 4 else AF_INET6
+    # As iproute2: 127.0.0.0/8 is host-scoped.
+    scope = RT_SCOPE_HOST if ip.version == 4 and ip.is_loopback else RT_SCOPE_UNIVERSE
+    return (ifaddrmsg(family, interface.network.prefixlen, _index(op, ctx), scope=scope)
+            + rtattr(IFA_LOCAL, ip.packed) + rtattr(IFA_ADDRESS, ip.packed))
+
+
+def _addr_add(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip address add ADDR/LEN dev NAME`."""
+    return [Request(RTM_NEWADDR, CREATE, _address(op, ctx), tag=op)]
+
+
+def _addr_del(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip address del ADDR/LEN dev NAME`."""
+    return [Request(RTM_DELADDR, 0, _address(op, ctx), tag=op)]
+
+
+# ---------------------------------------------------------------- routes
+ROUTE_PARAMS = ("to", "via", "dev", "table", "vrf", "metric")
+
+
+def _route(op: Operation, ctx: EncodeContext, adding: bool) -> bytes:
+    _only(op, ROUTE_PARAMS)
+    params = op.params
+    try:
+        dst = ipaddress.ip_network(params.get("to") or op.subject.split(" ", 1)[0])
+        via = ipaddress.ip_address(params["via"]) if params.get("via") else None
+    except ValueError as e:
+        raise EncodeError(op, "to", f"not a route prefix and gateway: {e}") from None
+    if via is not None and via.version != dst.version:
+        raise EncodeError(op, "via", f"gateway {via} is not of {dst}'s address family")
+    if "table" in params:
+        table = params["table"]
+    elif params.get("vrf"):
+        table = ctx.vrf_table(op.netns, params["vrf"])
+    else:
+        table = RT_TABLE_MAIN
+    family = AF_INET if dst.version == 4 else AF_INET6
+    if adding:
+        scope = RT_SCOPE_UNIVERSE if via is not None else RT_SCOPE_LINK
+        header = rtmsg(family, dst.prefixlen, table, RTPROT_NETCFG, scope, RTN_UNICAST)
+    else:
+        # Scope NOWHERE and type UNSPEC match any (as `ip route del`); the
+        # protocol must match: netcfg deletes only routes it added.
+        header = rtmsg(family, dst.prefixlen, table, RTPROT_NETCFG, RT_SCOPE_NOWHERE, RTN_UNSPEC)
+    attrs = [header, rtattr_u32(RTA_TABLE, table)]
+    if dst.prefixlen:
+        attrs.append(rtattr(RTA_DST, dst.network_address.packed))
+    if via is not None:
+        attrs.append(rtattr(RTA_GATEWAY, via.packed))
+    attrs.append(rtattr_u32(RTA_OIF, _index(op, ctx, params.get("dev") or op.name)))
+    if params.get("metric") is not None:
+        attrs.append(rtattr_u32(RTA_PRIORITY, params["metric"]))
+    return b"".join(attrs)
+
+
+def _route_add(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip route add PREFIX [via GW] dev DEV [table T] [metric M] proto 110`."""
+    return [Request(RTM_NEWROUTE, CREATE, _route(op, ctx, adding=True), tag=op)]
+
+
+def _route_del(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `ip route del PREFIX [via GW] dev DEV [table T] [metric M] proto 110`."""
+    return [Request(RTM_DELROUTE, 0, _route(op, ctx, adding=False), tag=op)]
+
+
+# ---------------------------------------------------------------- bridge port VLANs
+def _vlan_info(op: Operation, adding: bool) -> bytes:
+    """IFLA_AF_SPEC of IFLA_BRIDGE_VLAN_INFO entries, ranges as BEGIN/END pairs.
+
+    A range carries one set of flags and the kernel refuses a PVID range, so
+    ranges are cut where the untagged set or the pvid starts or stops.
+    """
+    _only(op, ("vids", "pvid", "untagged") if adding else ("vids",))
+    vids = _ranges(op, "vids")
+    if not vids:
+        raise EncodeError(op, "vids", "lists no VLAN")
+    for first, last in vids:
+        if not 1 <= first <= last <= 4094:
+            raise EncodeError(op, "vids", f"VLAN ids are 1-4094, got {first}-{last}")
+    untagged = _ranges(op, "untagged")
+    pvid = op.params.get("pvid")
+    inside = lambda vid: any(f <= vid <= l for f, l in vids)   # noqa: E731
+    if pvid is not None and not inside(pvid):
+        raise EncodeError(op, "pvid", f"{pvid} is not among the VLANs added ({op.params['vids']})")
+    if any(not (inside(f) and inside(l)) for f, l in untagged):
+        raise EncodeError(op, "untagged", "names VLANs that are not among those added")
+    cuts = {c for f, l in untagged for c in (f, l + 1)}
+    if pvid is not None:
+        cuts |= {pvid, pvid + 1}
+    entries = []
+    for first, last in vids:
+        starts = [first, *sorted(c for c in cuts if first < c <= last)]
+        for start, end in zip(starts, [*starts[1:], last + 1]):
+            flags = 0
+            if any(f <= start <= l for f, l in untagged):
+                flags |= BRIDGE_VLAN_INFO_UNTAGGED
+            if start == pvid:
+                flags |= BRIDGE_VLAN_INFO_PVID
+            if start == end - 1:
+                entries.append(rtattr(IFLA_BRIDGE_VLAN_INFO, BRIDGE_VLAN_INFO.pack(flags, start)))
+            else:
+                entries.append(rtattr(IFLA_BRIDGE_VLAN_INFO, BRIDGE_VLAN_INFO.pack(
+                    flags | BRIDGE_VLAN_INFO_RANGE_BEGIN, start)))
+                entries.append(rtattr(IFLA_BRIDGE_VLAN_INFO, BRIDGE_VLAN_INFO.pack(
+                    flags | BRIDGE_VLAN_INFO_RANGE_END, end - 1)))
+    return nested(IFLA_AF_SPEC, entries)
+
+
+def _vlan_add(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge vlan add dev PORT vid 100-200 [pvid] [untagged]`."""
+    payload = ifinfomsg(_index(op, ctx), family=AF_BRIDGE) + _vlan_info(op, adding=True)
+    return [Request(RTM_SETLINK, 0, payload, tag=op)]
+
+
+def _vlan_del(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge vlan del dev PORT vid 100-200`."""
+    payload = ifinfomsg(_index(op, ctx), family=AF_BRIDGE) + _vlan_info(op, adding=False)
+    return [Request(RTM_DELLINK, 0, payload, tag=op)]
+
+
+# ---------------------------------------------------------------- vnifilter VNIs
+def _vni_entries(op: Operation, ctx: EncodeContext) -> bytes:
+    _only(op, ("vnis",))
+    spans = _ranges(op, "vnis")
+    if not spans:
+        raise EncodeError(op, "vnis", "lists no VNI")
+    entries = []
+    for first, last in spans:
+        if not 1 <= first <= last <= 0xFFFFFF:
+            raise EncodeError(op, "vnis", f"VNIs are 1-16777215, got {first}-{last}")
+        attrs = rtattr_u32(VXLAN_VNIFILTER_ENTRY_START, first)
+        if last != first:
+            attrs += rtattr_u32(VXLAN_VNIFILTER_ENTRY_END, last)
+        entries.append(rtattr(VXLAN_VNIFILTER_ENTRY | NLA_F_NESTED, attrs))
+    return TUNNEL_MSG.pack(AF_BRIDGE, 0, 0, _index(op, ctx)) + b"".join(entries)
+
+
+def _vni_add(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge vni add dev VXLAN vni 10100-10199`."""
+    return [Request(RTM_NEWTUNNEL, CREATE, _vni_entries(op, ctx), tag=op)]
+
+
+def _vni_del(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge vni del dev VXLAN vni 10100-10199`."""
+    return [Request(RTM_DELTUNNEL, 0, _vni_entries(op, ctx), tag=op)]
+
+
+def _not_netlink(op: Operation, ctx: EncodeContext) -> list[Request]:
+    return []
+
+
+ENCODERS: dict[str, Callable[[Operation, EncodeContext], list[Request]]] = {
+    NETNS_ADD: _not_netlink, NETNS_DEL: _not_netlink,
+    LINK_ADD: _link_add, LINK_SET: _link_set, LINK_DEL: _link_del,
+    MASTER_SET: _master_set, MASTER_UNSET: _master_unset,
+    LINK_UP: _link_up, LINK_DOWN: _link_down,
+    ADDR_ADD: _addr_add, ADDR_DEL: _addr_del,
+    ROUTE_ADD: _route_add, ROUTE_DEL: _route_del,
+    VLAN_ADD: _vlan_add, VLAN_DEL: _vlan_del,
+    VNI_ADD: _vni_add, VNI_DEL: _vni_del,
+}

@@ -1,0 +1,411 @@
+"""Current state, read from the kernel into the model's own types.
+
+`netcfg show` prints what `netcfg apply` accepts (STYLE.md 8) because both
+sides are the same ``ConfigObject``s: a device read here has the kind the
+registry gives its IFLA_INFO_KIND, and attributes spelt and typed as in
+schemas/kinds/*.json (decoding: read_parse.py). Nothing is read from a
+saved file.
+
+One namespace costs one link dump, one address dump and one route dump (both
+families at once, filtered by the kernel to ``proto 110``, RTPROT_NETCFG),
+plus an AF_BRIDGE link dump when a bridge filters VLANs.
+
+Attributes report what the kernel has, defaults included (the diff compares
+only what a config writes), except where a value is no state at all: an
+empty alias, lo's all-zero MAC, kernel-made addresses (link-local, loopback,
+router-advertised: IFA_PROTO), a route's default metric and main table. What
+the model cannot express is left out and said in ``NamespaceState.notes``.
+A device of a kind netcfg does not know is read as ``physical`` (configured,
+never created or deleted), with its real kind in ``kernel_kinds``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, TypeVar
+
+from netcfg.compile.location import SourceLocation
+from netcfg.compile.model import IFACE, NETNS, ROOT_NETNS, ConfigObject, Model
+from netcfg.kernel.nl import DumpInterrupted, RtnlSocket
+from netcfg.kernel.nlmsg import (
+    AF_UNSPEC, IFF_LOOPBACK, IFF_UP, NETNSA_FD, NETNSA_NSID, RTM_GETADDR, RTM_GETLINK,
+    RTM_GETNSID, RTM_GETROUTE, RTMSG, RTN_UNICAST, getaddr_dump, getlink_dump, getroute_dump,
+    parse_attrs, rtattr_u32,
+)
+from netcfg.kernel.read_parse import (
+    DEFAULT_METRIC, S32, Link, RawRoute, getlink_bridge_dump, parse_address, parse_bridge_vlans,
+    parse_link, parse_route, port_vlan_attributes, route_attribute,
+)
+from netcfg.kernel.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.kinds import registry
+
+PHYSICAL, LOOPBACK, LOOPBACK_NAME = "physical", "loopback", "lo"
+# 127.0.0.1/8 on lo carries no IFA_PROTO, even on 6.18 (inetdev_event sets none).
+IPV4_LOOPBACK = "127.0.0.1/8"
+
+# Kinds whose IFLA_LINK is a device the model names: the attribute naming it
+# and the one naming its namespace when that is another.
+LINK_ATTRIBUTES = {
+    "veth": ("veth-peer-name", "veth-peer-netns"),
+    "vlan": ("vlan-raw-device", "vlan-raw-netns"),
+    "macvlan": ("macvlan-raw-device", "macvlan-raw-netns"),
+}
+# A dump the kernel flags NLM_F_DUMP_INTR is read again, this many times at
+# most: IPv6 DAD finishing on freshly upped links interrupts address dumps
+# (seen here with 2000 veths read right after `ip link set up`).
+DUMP_ATTEMPTS = 5
+_T = TypeVar("_T")
+# Master kind -> the master's attribute listing its members (in ifindex
+# order), or the member's attribute naming its master.
+MEMBER_LISTS = {"bridge": "bridge-ports", "bond": "bond-slaves"}
+MEMBER_OF = {"vrf": "vrf"}
+
+
+# ---------------------------------------------------------------- results
+
+@dataclass(slots=True)
+class ReadCounts:
+    """What reading one namespace cost, for benchmarks (`-s` prints them)."""
+
+    links: int = 0
+    addresses: int = 0
+    routes: int = 0
+    dumps: int = 0
+    retries: int = 0      # dumps read again after NLM_F_DUMP_INTR
+    recv_calls: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CrossRef:
+    """An attribute naming a device in another namespace (a veth's peer, a
+    macvlan's lower device), known so far by the kernel's numbers: the nsid
+    of that namespace in this one's view, and the device's ifindex there."""
+
+    name: str           # the device that refers
+    ifindex: int        # its own ifindex (a veth peer's IFLA_LINK points back at it)
+    attribute: str      # veth-peer-name, vlan-raw-device, macvlan-raw-device
+    netns_attribute: str
+    nsid: int
+    link: int
+    kind: str
+
+
+@dataclass
+class NamespaceState:
+    """One namespace as read: its interfaces as model objects, and indexes.
+
+    ``managed`` are the devices netcfg created (IFLA_GROUP == NETCFG_GROUP),
+    ``foreign`` all others. ``pending`` are references into other namespaces
+    not resolved (yet: read_model() resolves what it can); ``notes`` say
+    what the model could not express.
+    """
+
+    netns: str
+    interfaces: dict[str, ConfigObject] = field(default_factory=dict)
+    ifindex: dict[str, int] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+    masters: dict[str, str] = field(default_factory=dict)
+    managed: set[str] = field(default_factory=set)
+    foreign: set[str] = field(default_factory=set)
+    kernel_kinds: dict[str, str] = field(default_factory=dict)
+    pending: list[CrossRef] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    counts: ReadCounts = field(default_factory=ReadCounts)
+    # Whether the kernel applied the route dump's protocol filter
+    # (NLM_F_DUMP_FILTERED); routes are checked here either way.
+    routes_filtered_by_kernel: bool = False
+
+
+# ---------------------------------------------------------------- one namespace
+
+def read_namespace(sock: RtnlSocket, netns: str,
+                   nsid_names: Mapping[int, str] | None = None) -> NamespaceState:
+    """Links, addresses and netcfg's routes of the namespace ``sock`` is in.
+
+    Equivalent to: `ip -d link show; ip address show; ip route show table all
+    proto 110` (and `bridge -c vlan show` when a bridge filters VLANs).
+    ``nsid_names`` (nsid -> namespace name, in this namespace's view; see
+    netns_ids()) names the namespace of a veth peer or lower device living
+    elsewhere; the device's own name there is filled in by read_model().
+    """
+    state = NamespaceState(netns)
+    before = sock.counters.copy()
+    links = _read_links(sock, state)
+    build_interfaces(state, links, nsid_names or {})
+    if any(o.attrs.get("bridge-vlan-aware") for o in state.interfaces.values()):
+        _read_port_vlans(sock, state)
+    _read_addresses(sock, state, {link.index for link in links if link.flags & IFF_LOOPBACK})
+    _read_routes(sock, state)
+    spent = sock.counters.since(before)
+    state.counts.recv_calls = spent.recv_calls
+    state.counts.bytes = spent.bytes_received
+    return state
+
+
+def _dump(sock: RtnlSocket, state: NamespaceState, msg_type: int, payload: bytes,
+          parse: Callable[[memoryview], _T]) -> tuple[list[_T], bool]:
+    """parse() of every message of a dump, read again while the kernel says it
+    was interrupted; and whether the kernel filtered it."""
+    for attempt in range(DUMP_ATTEMPTS):
+        state.counts.dumps += 1
+        dump = sock.dump(msg_type, payload)
+        try:
+            return [parse(p) for _t, _f, p in dump], dump.filtered
+        except DumpInterrupted:
+            if attempt == DUMP_ATTEMPTS - 1:
+                raise
+            state.counts.retries += 1
+    raise AssertionError("unreachable")
+
+
+def _read_links(sock: RtnlSocket, state: NamespaceState) -> list[Link]:
+    notes: list[str] = []
+    links, _ = _dump(sock, state, RTM_GETLINK, getlink_dump(), lambda p: parse_link(p, notes))
+    state.notes.extend(dict.fromkeys(notes))   # once each, though a retry parses twice
+    state.counts.links = len(links)
+    return links
+
+
+def build_interfaces(state: NamespaceState, links: list[Link],
+                     nsid_names: Mapping[int, str]) -> None:
+    """Model objects of one namespace's ``links`` into ``state``, in ifindex
+    order: kinds, members and masters, references within the namespace;
+    references into others go to ``state.pending``."""
+    # Newer kernels dump in ifindex order, older ones by hash bucket.
+    links = sorted(links, key=lambda link: link.index)
+    kinds = {k.info_kind: k.name for k in registry.interface_kinds() if k.info_kind}
+    netns = state.netns
+    source = f"<kernel{':' + netns if netns else ''}>"
+    for link in links:
+        state.ifindex[link.name] = link.index
+        state.names[link.index] = link.name
+    kind_of: dict[int, str] = {}
+    for link in links:
+        kind = kinds.get(link.info_kind or "")
+        if kind is None:
+            if link.info_kind is not None:
+                state.kernel_kinds[link.name] = link.info_kind
+            kind = LOOPBACK if link.name == LOOPBACK_NAME else PHYSICAL
+        kind_of[link.index] = kind
+        (state.managed if link.group == NETCFG_GROUP else state.foreign).add(link.name)
+        attrs = {MEMBER_LISTS[kind]: []} if kind in MEMBER_LISTS else {}
+        attrs.update(link.attrs)
+        state.interfaces[link.name] = ConfigObject(
+            section=IFACE, name=link.name, kind=kind, netns=netns, attrs=attrs,
+            # An object's "line" in the kernel is its ifindex: a stable order,
+            # and messages that say which device.
+            loc=SourceLocation(source, link.index), auto=bool(link.flags & IFF_UP))
+    for link in links:
+        obj = state.interfaces[link.name]
+        names = LINK_ATTRIBUTES.get(obj.kind)
+        if names is not None and link.link is not None:
+            if link.link_netnsid is None:
+                if link.link in state.names:
+                    obj.attrs[names[0]] = state.names[link.link]
+            else:
+                if link.link_netnsid in nsid_names:
+                    obj.attrs[names[1]] = nsid_names[link.link_netnsid]
+                state.pending.append(CrossRef(link.name, link.index, names[0], names[1],
+                                              link.link_netnsid, link.link, obj.kind))
+        if link.master is not None and link.master in state.names:
+            master = state.names[link.master]
+            state.masters[link.name] = master
+            master_kind = kind_of[link.master]
+            if master_kind in MEMBER_LISTS:
+                state.interfaces[master].attrs[MEMBER_LISTS[master_kind]].append(link.name)
+            elif master_kind in MEMBER_OF:
+                obj.attrs[MEMBER_OF[master_kind]] = master
+
+
+def _read_port_vlans(sock: RtnlSocket, state: NamespaceState) -> None:
+    # VM tier: the host kernel here has no CONFIG_BRIDGE_VLAN_FILTERING.
+    bridges = {state.ifindex[n] for n, o in state.interfaces.items()
+               if o.attrs.get("bridge-vlan-aware")}
+    ports, _ = _dump(sock, state, RTM_GETLINK, getlink_bridge_dump(), parse_bridge_vlans)
+    for info in ports:
+        name = state.names.get(info.index)
+        if name is None or info.index in bridges or info.master not in bridges:
+            continue   # the bridge's own VLANs, or a port of a bridge not VLAN-aware
+        obj = state.interfaces[name]
+        port = port_vlan_attributes(info, name, state.notes)
+        if obj.kind != "vxlan" or not obj.attrs.get("vxlan-vnifilter"):
+            port.pop("bridge-vlan-vni-map", None)   # valid only there (kinds/vxlan.py)
+        obj.attrs.update(port)
+
+
+def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]) -> None:
+    addresses, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(AF_UNSPEC), parse_address)
+    for parsed in addresses:
+        if parsed is None:
+            continue
+        index, address, _family = parsed
+        if index in loopbacks and address == IPV4_LOOPBACK:
+            continue   # made by the kernel when lo comes up
+        name = state.names.get(index)
+        if name is None:
+            continue   # a device that appeared after the link dump
+        state.interfaces[name].attrs.setdefault("address", []).append(address)
+        state.counts.addresses += 1
+
+
+def _ours(payload: memoryview) -> tuple[RawRoute, int] | None:
+    """A route of ours, parsed, with its type; None for any other. The header
+    decides before any attribute is parsed: the kernel's filter may not have
+    applied (an old kernel, no strict checking)."""
+    family, _d, _s, _tos, _table, protocol, _scope, rtm_type, _fl = RTMSG.unpack_from(payload)
+    if protocol != RTPROT_NETCFG or family not in DEFAULT_METRIC:
+        return None   # or another family's (multicast routing answers AF_UNSPEC too)
+    return parse_route(payload), rtm_type
+
+
+def _read_routes(sock: RtnlSocket, state: NamespaceState) -> None:
+    # One dump for both families: AF_UNSPEC runs every family's dump, each
+    # applying the protocol filter (NETLINK_GET_STRICT_CHK; checked on 6.18).
+    vrf_tables = {o.attrs["vrf-table"]: n for n, o in state.interfaces.items()
+                  if o.kind == "vrf" and isinstance(o.attrs.get("vrf-table"), int)}
+    routes, state.routes_filtered_by_kernel = _dump(
+        sock, state, RTM_GETROUTE, getroute_dump(AF_UNSPEC, protocol=RTPROT_NETCFG), _ours)
+    for parsed in routes:
+        if parsed is None:
+            continue
+        route, rtm_type = parsed
+        dev = state.names.get(route.oif) if route.oif is not None else None
+        why = ("a multipath route" if route.multipath else
+               "a source-specific route" if route.source else
+               "not a unicast route" if rtm_type != RTN_UNICAST else
+               "through no device read" if dev is None else None)
+        if why is not None or dev is None:
+            state.notes.append(f"route {route.to} table {route.table}: {why}; netcfg has no "
+                               f"spelling for it")
+            continue
+        state.interfaces[dev].attrs.setdefault("route", []).append(
+            route_attribute(route, dev, vrf_tables))
+        state.counts.routes += 1
+
+
+# ---------------------------------------------------------------- namespace ids
+
+def netns_id(sock: RtnlSocket, fd: int) -> int | None:
+    """The nsid the namespace of ``fd`` has in ``sock``'s namespace, if any.
+
+    Equivalent to: `ip netns list-id` for one namespace (RTM_GETNSID, NETNSA_FD).
+    """
+    # struct rtgenmsg (AF_UNSPEC), padded to 4, then the attribute.
+    _t, _f, payload = sock.get(RTM_GETNSID, b"\0\0\0\0" + rtattr_u32(NETNSA_FD, fd))
+    value = parse_attrs(payload, 4, {NETNSA_NSID}).get(NETNSA_NSID)
+    nsid = S32.unpack_from(value)[0] if value is not None else -1
+    return nsid if nsid >= 0 else None   # NETNSA_NSID_NOT_ASSIGNED is -1
+
+
+def netns_ids(sock: RtnlSocket, namespaces: Mapping[str, int]) -> dict[int, str]:
+    """nsid -> name, for each namespace (name -> open fd) with an nsid in the
+    view of ``sock``'s namespace. One request per namespace."""
+    out = {}
+    for name, fd in namespaces.items():
+        nsid = netns_id(sock, fd)
+        if nsid is not None:
+            out[nsid] = name
+    return out
+
+
+# ---------------------------------------------------------------- the whole model
+
+def read_model(sockets: Mapping[str, RtnlSocket],
+               nsids: Mapping[str, Mapping[int, str]] | None = None,
+               netns_fds: Mapping[str, int] | None = None,
+               ) -> tuple[Model, dict[str, NamespaceState]]:
+    """The current state of every namespace in ``sockets`` (name -> socket in
+    it; "" is the host's) as one Model, and the per-namespace states.
+
+    A reference into another namespace (a veth's peer, a macvlan's lower
+    device) is named through ``nsids`` (namespace -> nsid -> namespace name,
+    as netns_ids() gives) where it covers it; else, with ``netns_fds`` (name
+    -> open fd), by asking the kernel the nsid of each candidate namespace
+    (RTM_GETNSID, one per pair, cached): exact either way. With neither, a
+    veth's peer is the veth elsewhere whose ifindex is its IFLA_LINK and
+    whose IFLA_LINK is its ifindex, taken only when each is the other's one
+    candidate (a guess that an unread namespace can fool). An unresolved
+    reference is left out, with a note, and stays in ``pending``.
+    """
+    nsids = nsids or {}
+    states = {netns: read_namespace(sock, netns, nsids.get(netns))
+              for netns, sock in sockets.items()}
+    nsid_of = _nsid_lookup(sockets, netns_fds) if netns_fds is not None else None
+    resolve_cross_namespace(states, nsids, nsid_of)
+
+    model = Model()
+    root_view = {name: nsid for nsid, name in nsids.get(ROOT_NETNS, {}).items()}
+    for netns, state in states.items():
+        for name, obj in state.interfaces.items():
+            model.interfaces[(netns, name)] = obj
+        for name, master in state.masters.items():
+            model.masters[(netns, name)] = (netns, master)
+        if netns != ROOT_NETNS:
+            obj = ConfigObject(section=NETNS, name=netns, kind=NETNS,
+                               loc=SourceLocation("<kernel>", 0))
+            nsid = root_view.get(netns)
+            if nsid is None and nsid_of is not None and ROOT_NETNS in sockets:
+                nsid = nsid_of(ROOT_NETNS, netns)
+            if nsid is not None:
+                obj.attrs["nsid"] = nsid
+            model.namespaces[netns] = obj
+    return model, states
+
+
+def _nsid_lookup(sockets: Mapping[str, RtnlSocket],
+                 netns_fds: Mapping[str, int]) -> Callable[[str, str], int | None]:
+    """nsid_of(view, target): target's nsid in view's namespace, asked once."""
+    cache: dict[tuple[str, str], int | None] = {}
+
+    def nsid_of(view: str, target: str) -> int | None:
+        if (view, target) not in cache:
+            fd = netns_fds.get(target)
+            cache[(view, target)] = None if fd is None else netns_id(sockets[view], fd)
+        return cache[(view, target)]
+    return nsid_of
+
+
+def resolve_cross_namespace(states: dict[str, NamespaceState],
+                            nsids: Mapping[str, Mapping[int, str]],
+                            nsid_of: Callable[[str, str], int | None] | None = None) -> None:
+    """Name the devices ``pending`` references point at (see read_model)."""
+    # Veths pointing out of their namespace, by (own ifindex, IFLA_LINK).
+    crossing: dict[tuple[int, int], list[str]] = {}
+    for netns, state in states.items():
+        for ref in state.pending:
+            if ref.kind == "veth":
+                crossing.setdefault((ref.ifindex, ref.link), []).append(netns)
+
+    def pointing_back(netns: str, ifindex: int, link: int) -> list[str]:
+        """Namespaces (but netns) with a veth at ifindex ``link`` whose IFLA_LINK is ``ifindex``."""
+        return [c for c in crossing.get((link, ifindex), ()) if c != netns]
+
+    for netns, state in states.items():
+        unresolved = []
+        for ref in state.pending:
+            target_ns = nsids.get(netns, {}).get(ref.nsid)
+            if target_ns is None:
+                if ref.kind == "veth":
+                    candidates = pointing_back(netns, ref.ifindex, ref.link)
+                else:
+                    candidates = [c for c, other in states.items()
+                                  if c != netns and ref.link in other.names]
+                if nsid_of is not None:
+                    candidates = [c for c in candidates if nsid_of(netns, c) == ref.nsid]
+                elif ref.kind != "veth" or len(candidates) != 1 or \
+                        len(pointing_back(candidates[0], ref.link, ref.ifindex)) != 1:
+                    candidates = []   # no guessing beyond a one-to-one veth match
+                target_ns = candidates[0] if len(candidates) == 1 else None
+            target = states[target_ns].names.get(ref.link) if target_ns in states else None
+            obj = state.interfaces[ref.name]
+            if target is None:
+                obj.attrs.pop(ref.netns_attribute, None)
+                state.notes.append(f"{ref.name}: {ref.attribute} left out: it is ifindex "
+                                   f"{ref.link} in the namespace with nsid {ref.nsid} here, "
+                                   f"and no namespace read is that one for sure")
+                unresolved.append(ref)
+                continue
+            obj.attrs[ref.attribute] = target
+            obj.attrs[ref.netns_attribute] = target_ns
+        state.pending = unresolved

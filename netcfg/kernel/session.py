@@ -1,0 +1,98 @@
+"""Handles to the kernel for one command: namespaces, sockets, read-back.
+
+One `KernelSession` per `netcfg apply` / `show`: it opens each namespace
+once, opens one netlink socket inside each (on the setns helper thread, so
+the process itself never moves), and reads current state back into the
+model. Closing it closes every fd it opened.
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+from typing import Iterable
+
+from netcfg.compile.model import ROOT_NETNS, Model
+from netcfg.kernel.nl import RtnlSocket
+from netcfg.kernel.nlmsg import NETLINK_ROUTE
+from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
+from netcfg.kernel.read import NamespaceState, read_model
+
+
+class KernelSession:
+    def __init__(self, run_dir: str = "/run/netns"):
+        self.nsdir = NetnsDir(run_dir)
+        self.switcher = NetnsSwitcher()
+        self.handles: dict[str, Netns] = {}
+        self.sockets: dict[str, RtnlSocket] = {}
+        self.states: dict[str, NamespaceState] = {}
+        _raise_fd_limit()
+
+    # -- namespaces and sockets
+
+    def existing_namespaces(self) -> set[str]:
+        return set(self.nsdir.list_names())
+
+    def netns(self, name: str) -> Netns:
+        handle = self.handles.get(name)
+        if handle is None or handle.is_stale():
+            handle = self.handles[name] = self.nsdir.open(name)
+            self.sockets.pop(name, None)
+        return handle
+
+    def socket(self, name: str) -> RtnlSocket:
+        sock = self.sockets.get(name)
+        if sock is None:
+            raw: socket.socket = self.switcher.socket_in(
+                self.netns(name), socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                NETLINK_ROUTE)
+            sock = self.sockets[name] = RtnlSocket(raw)
+        return sock
+
+    def forget(self, name: str) -> None:
+        """A namespace was deleted: drop its socket and handle."""
+        sock = self.sockets.pop(name, None)
+        if sock is not None:
+            sock.close()
+        handle = self.handles.pop(name, None)
+        if handle is not None:
+            handle.close()
+        self.states.pop(name, None)
+
+    # -- reading
+
+    def read(self, names: Iterable[str]) -> Model:
+        """Current state of these namespaces (those that exist), as a model."""
+        existing = self.existing_namespaces()
+        wanted = [n for n in dict.fromkeys(names) if n == ROOT_NETNS or n in existing]
+        model, states = read_model({n: self.socket(n) for n in wanted},
+                                   netns_fds={n: self.netns(n).fd for n in wanted})
+        self.states.update(states)
+        return model
+
+    def ifindex(self, netns: str, name: str) -> int:
+        return self.states[netns].ifindex[name]
+
+    def requests_sent(self) -> int:
+        return sum(s.counters.messages_sent for s in self.sockets.values())
+
+    def close(self) -> None:
+        for name in list(self.sockets):
+            self.sockets.pop(name).close()
+        for name in list(self.handles):
+            self.handles.pop(name).close()
+        self.switcher.close()
+
+    def __enter__(self) -> "KernelSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _raise_fd_limit() -> None:
+    """Two fds per namespace (its handle and its socket): 1000 tenants pass the
+    usual soft limit of 1024, so take the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -1,0 +1,132 @@
+"""netcfg apply against the real kernel, inside the sandbox (conftest.py).
+
+State is asserted as iproute2 reads it back, never by the calls made.
+The host kernel here has veth, bridge (without VLAN filtering), macvlan and
+vxlan; VLANs, VRFs, bonds and dummies are the VM tier's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+from netcfg.apply import ApplyFailed, apply
+from netcfg.compile import ConfigSource, compile_config
+from netcfg.kernel.session import KernelSession
+
+TENANTS = textwrap.dedent("""\
+    % for n, tenant in enumerate(["red", "blue"], start=1):
+    netns ${tenant}
+
+    auto veth-${tenant}
+    iface veth-${tenant}
+        link-type veth
+        veth-peer-name eth0
+        veth-peer-netns ${tenant}
+        address 10.0.${n}.1/30
+        mtu 1400
+
+    auto eth0
+    iface eth0
+        netns ${tenant}
+        address 10.0.${n}.2/30
+        address 192.168.0.1/24
+        route default via 10.0.${n}.1
+
+    auto lo
+    iface lo inet loopback
+        netns ${tenant}
+    % endfor
+
+    auto br0
+    iface br0
+        bridge-ports none
+        bridge-stp no
+        address 10.9.0.1/24
+    """)
+
+
+def model_of(text: str, tmp_path, name="net.tmpl"):
+    path = tmp_path / name
+    path.write_text(text)
+    return compile_config(ConfigSource(path=str(path))).model
+
+
+def ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
+
+
+def addresses(netns: str, dev: str) -> list[str]:
+    out = ip("-n", netns, "-o", "addr", "show", "dev", dev) if netns else \
+        ip("-o", "addr", "show", "dev", dev)
+    return sorted(line.split()[3] for line in out.splitlines() if " inet " in line)
+
+
+@pytest.fixture
+def session(netns_dir):
+    with KernelSession(netns_dir.path) as s:
+        yield s
+    # Leave the sandbox as we found it: our namespaces, then our devices in the
+    # host side, then wait for the kernel's asynchronous namespace cleanup to
+    # take the veths whose other end was in them.
+    netns_dir.delete_many(netns_dir.list_names())
+    subprocess.run(["ip", "link", "delete", "group", "28259"], capture_output=True)
+    deadline = time.monotonic() + 5
+    while "group 28259" in ip("-d", "link", "show") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_apply_builds_the_tree_and_a_second_apply_sends_nothing(session, tmp_path):
+    desired = model_of(TENANTS, tmp_path)
+    first = apply(desired, session)
+    assert first.verified and first.requests > 0
+    assert sorted(session.existing_namespaces()) == ["blue", "red"]
+    assert addresses("red", "eth0") == ["10.0.1.2/30", "192.168.0.1/24"]
+    assert addresses("blue", "eth0") == ["10.0.2.2/30", "192.168.0.1/24"]
+    assert addresses("", "veth-red") == ["10.0.1.1/30"]
+    assert "mtu 1400" in ip("link", "show", "veth-red")
+    assert "group 28259" in ip("-d", "link", "show", "veth-red")
+    assert "default via 10.0.1.1 dev eth0 proto 110" in ip("-n", "red", "route", "show")
+    assert "state UP" in ip("-n", "red", "link", "show", "eth0") or \
+        "LOWER_UP" in ip("-n", "red", "link", "show", "eth0")
+
+    second = apply(desired, session)
+    assert second.verified and len(second.plan) == 0 and second.requests == 0
+
+
+def test_drift_is_seen_and_repaired(session, tmp_path):
+    desired = model_of(TENANTS, tmp_path)
+    apply(desired, session)
+    ip("-n", "blue", "addr", "del", "192.168.0.1/24", "dev", "eth0")
+    drift = apply(desired, session, dry_run=True).plan.operations
+    assert [(op.action, op.netns, op.name, op.subject) for op in drift] == [
+        ("addr-add", "blue", "eth0", "192.168.0.1/24")]
+    repaired = apply(desired, session)
+    assert repaired.verified and repaired.requests == 1
+    assert addresses("blue", "eth0") == ["10.0.2.2/30", "192.168.0.1/24"]
+
+
+def test_a_failed_apply_is_reverted(session, tmp_path):
+    """The route's gateway is on no connected network: the kernel refuses it
+    in the last batch, after namespaces, devices and addresses were made."""
+    broken = TENANTS.replace("route default via 10.0.${n}.1", "route default via 172.31.0.1")
+    desired = model_of(broken, tmp_path)
+    with pytest.raises(ApplyFailed, match="route-add .*previous state was restored"):
+        apply(desired, session)
+    assert session.existing_namespaces() == set()
+    assert "veth-red" not in ip("link", "show")
+    assert "br0" not in ip("link", "show")
+
+
+def test_foreign_devices_are_left_alone(session, tmp_path):
+    ip("link", "add", "foreign0", "type", "veth", "peer", "name", "foreign1")
+    try:
+        apply(model_of(TENANTS, tmp_path), session)
+        apply(model_of("auto lo\niface lo inet loopback\n", tmp_path, "other.tmpl"), session)
+        assert "foreign0" in ip("link", "show")
+        assert "veth-red" not in ip("link", "show")   # ours, no longer configured
+    finally:
+        ip("link", "del", "foreign0")
