@@ -63,11 +63,14 @@ test-unit: venv
 	$(PY) -m pytest -q tests/unit tests/golden
 
 demo: venv
-	@echo "== render: $(EXAMPLE)"; $(NETCFG) render -c $(EXAMPLE) | head -40; echo "   ..."
+	@echo "== render: $(EXAMPLE)"; $(NETCFG) render -c $(EXAMPLE) | head -30; echo "   ..."
 	@echo; echo "== check"; $(NETCFG) check -c $(EXAMPLE)
-	@echo; echo "== plan"; $(NETCFG) plan -c $(EXAMPLE) | head -60
-	@echo; echo "== lowering on the per-VLAN bridge example"
-	@$(NETCFG) plan -c templates/examples/per-vlan-bridges.tmpl | sed -n '1,/^batch/p'
+	@echo; echo "== lowering, on the per-VLAN bridge example"
+	@$(NETCFG) plan -c templates/examples/per-vlan-bridges.tmpl | sed -n '1,/^batch/p' | sed '$$d'
+	@if [ "$$(id -u)" = 0 ]; then \
+	  NETCFG_DEMO_SANDBOXED=1 unshare --net --mount --propagation private \
+	    env NETCFG=$(NETCFG) EXAMPLE=$(EXAMPLE) scripts/demo-sandbox.sh; \
+	else echo; echo "(apply, show and drift repair need root: run 'sudo make demo')"; fi
 
 bench: bench-compile
 

@@ -130,6 +130,15 @@ class Kind(Trait):
         return {}
 
 
+def drop_own_netns(obj: ConfigObject, attribute: str) -> None:
+    """Canonical form of veth-peer-netns / vlan-raw-netns / macvlan-raw-netns:
+    left out when it names the device's own namespace. Read-back state leaves
+    it out there too, so the two compare equal whichever way it was written."""
+    if attribute in obj.attrs and obj.attrs[attribute] == obj.netns:
+        del obj.attrs[attribute]
+        obj.locs.pop(attribute, None)
+
+
 def iter_names(value: Any) -> Iterator[str]:
     """Names in a list attribute, tolerating a missing one."""
     if value:

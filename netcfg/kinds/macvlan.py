@@ -17,7 +17,7 @@ veth-peer-netns).
 from __future__ import annotations
 
 from netcfg.compile.model import IFACE, ConfigObject, Model
-from netcfg.kinds.base import LOWER, Kind, Reference
+from netcfg.kinds.base import LOWER, Kind, Reference, drop_own_netns
 from netcfg.kinds.veth import check_netns_attribute
 
 RAW, RAW_NETNS, MODE = "macvlan-raw-device", "macvlan-raw-netns", "macvlan-mode"
@@ -36,6 +36,9 @@ class Macvlan(Kind):
     # Neither can be changed on a live macvlan.
     immutable_attributes = frozenset({RAW, RAW_NETNS, MODE})
     kernel_bytes = 40_000
+
+    def complete(self, obj: ConfigObject, report) -> None:
+        drop_own_netns(obj, RAW_NETNS)
 
     def references(self, obj: ConfigObject):
         raw = obj.attrs.get(RAW)

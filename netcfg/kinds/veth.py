@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from netcfg.compile.model import IFACE, ConfigObject, Model
-from netcfg.kinds.base import PEER, Kind, Reference
+from netcfg.kinds.base import PEER, Kind, Reference, drop_own_netns
 
 PEER_NAME = "veth-peer-name"
 PEER_NETNS = "veth-peer-netns"
@@ -94,9 +94,16 @@ class Veth(Kind):
         key = peer_key(obj)
         if key is None or key in model.interfaces:
             return ()
-        return (ConfigObject(IFACE, key[1], self.name, netns=key[0],
-                             attrs={PEER_NAME: obj.name, PEER_NETNS: obj.netns},
-                             implicit=True, loc=obj.where(PEER_NAME)),)
+        # Up with the side that declared the pair, as implied ports follow
+        # their bridge: half a pair up carries nothing.
+        peer = ConfigObject(IFACE, key[1], self.name, netns=key[0],
+                            attrs={PEER_NAME: obj.name, PEER_NETNS: obj.netns},
+                            implicit=True, loc=obj.where(PEER_NAME), auto=obj.auto)
+        drop_own_netns(peer, PEER_NETNS)
+        return (peer,)
+
+    def complete(self, obj: ConfigObject, report) -> None:
+        drop_own_netns(obj, PEER_NETNS)
 
     def complete_model(self, model: Model, report) -> None:
         """A plain `iface eth0` stanza (in the peer's namespace) that a veth
@@ -112,6 +119,7 @@ class Veth(Kind):
                 peer.kind = self.name
                 peer.attrs[PEER_NAME] = obj.name
                 peer.attrs[PEER_NETNS] = obj.netns
+                drop_own_netns(peer, PEER_NETNS)
                 peer.locs.setdefault(PEER_NAME, obj.where(PEER_NAME))
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:

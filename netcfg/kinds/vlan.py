@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from netcfg.compile.model import IFACE, ConfigObject, Model
-from netcfg.kinds.base import LOWER, Kind, Reference
+from netcfg.kinds.base import LOWER, Kind, Reference, drop_own_netns
 from netcfg.kinds.veth import check_netns_attribute
 
 RAW, VID, PROTOCOL = "vlan-raw-device", "vlan-id", "vlan-protocol"
@@ -76,6 +76,7 @@ class Vlan(Kind):
     def complete(self, obj: ConfigObject, report) -> None:
         if obj.implicit:
             return  # implied_by_name() derived everything from the name
+        drop_own_netns(obj, RAW_NETNS)
         parts = split_name(obj.name)
         if parts is None:
             # ifupdown2 also reads the id from a `vlanNNN` name (vlan-raw-device
