@@ -14,6 +14,7 @@ import traceback
 from typing import Any, Sequence
 
 from netcfg import __version__
+from netcfg.cli_kernel import add_commands
 from netcfg.compile import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config, read_stdin, render_config
 from netcfg.compile.model import Model
 from netcfg.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid, NetcfgError,
@@ -25,6 +26,10 @@ EPILOG = """\
 examples:
   netcfg check                          validate /etc/netcfg/*.tmpl
   netcfg apply --dry-run                what apply would change on this host
+  netcfg apply --confirm 60             revert unless `netcfg confirm` comes within 60 s
+  netcfg apply --netns t1               only namespace t1 (and what it is connected to)
+  netcfg apply br0                      only br0, its ports and what they sit on
+  netcfg down --netns t1                delete netcfg's devices in t1, and t1 if netcfg made it
   netcfg show -o json                   running state, in the JSON model form
   netcfg render -c templates/examples   print the rendered stanzas
   netcfg plan -c site/ --set vlans=100  what apply would do, batch by batch
@@ -33,10 +38,12 @@ examples:
 
 exit codes:
   0  success
-  1  the config is invalid (every error is listed as FILE:LINE: error: MESSAGE)
-  2  usage error (bad command line)
-  3  apply failed and was reverted
-  4  apply failed and the revert failed too
+  1  the config is invalid (every error is listed as FILE:LINE: error: MESSAGE);
+     query --check: the kernel differs; confirm: no apply is waiting for it
+  2  usage error (bad command line; a kernel command run without root)
+  3  apply or down failed and was reverted; apply --confirm got no confirmation
+     in time (or was interrupted) and reverted
+  4  apply or down failed and the revert failed too
   70 internal error (a bug: please report it with --debug output)
 """
 
@@ -81,25 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--dot", action="store_true", help="print the dependency graph for graphviz")
     p.set_defaults(run=cmd_plan)
 
-    p = sub.add_parser("apply", parents=[config],
-                       help="make the kernel match the config (root; sandbox it for tests)")
-    p.add_argument("--lower", choices=("auto", "off"), default="auto")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    p.add_argument("--json", action="store_true",
-                   help="print the plan and a summary (with \"requests\") as JSON")
-    p.set_defaults(run=cmd_apply)
-
-    p = sub.add_parser("show", help="print running state in the input language")
-    p.add_argument("-o", "--output", choices=("native", "json"), default="native")
-    p.add_argument("--netns", action="append", metavar="NS",
-                   help="only these namespaces (repeatable; default: the host's and all named)")
-    p.set_defaults(run=cmd_show)
-
-    p = sub.add_parser("query", parents=[config], help="compare the config with running state")
-    p.add_argument("--check", action="store_true", required=True,
-                   help="print what differs; exit 1 on drift (like ifquery -c)")
-    p.add_argument("--lower", choices=("auto", "off"), default="auto")
-    p.set_defaults(run=cmd_query)
+    add_commands(sub, config)
 
     p = sub.add_parser("syntax-help", help="describe attributes (from the schemas)")
     p.add_argument("attribute", nargs="?", help="one attribute; default: all, by kind")
@@ -176,94 +165,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         print(plan.to_text(), end="")
     return EXIT_OK
-
-
-def _session():
-    from netcfg.kernel.session import KernelSession
-
-    if os.geteuid() != 0:
-        raise UsageError("this command talks to the kernel's network configuration and "
-                         "needs root")
-    return KernelSession()
-
-
-def cmd_apply(args: argparse.Namespace) -> int:
-    from netcfg.apply import apply
-
-    compiled = compile_config(config_source(args))
-    with _apply_lock(), _session() as session:
-        result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
-                       dry_run=args.dry_run)
-    if args.json:
-        print_json({"plan": result.plan.to_json(), "summary": result.summary()})
-    elif args.dry_run:
-        print(result.plan.to_text(), end="")
-    else:
-        summary = result.summary()
-        print(f"applied: {summary['operations']} operations in {summary['batches']} batches, "
-              f"{summary['requests']} netlink requests, verified")
-    return EXIT_OK
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from netcfg.compile.emit import emit_model
-    from netcfg.compile.jsonform import model_to_json
-
-    with _session() as session:
-        names = args.netns if args.netns else ["", *sorted(session.existing_namespaces())]
-        model = session.read(names)
-    if args.output == "json":
-        print_json(model_to_json(model))
-    else:
-        print(emit_model(model), end="")
-    return EXIT_OK
-
-
-def cmd_query(args: argparse.Namespace) -> int:
-    from netcfg.apply import apply
-
-    compiled = compile_config(config_source(args))
-    with _session() as session:
-        result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
-                       dry_run=True)
-    drift = result.plan.operations
-    for op in drift:
-        print(f"drift: {op.describe()}")
-    if drift:
-        print(f"netcfg: {len(drift)} differences between the config and the kernel",
-              file=sys.stderr)
-        return EXIT_INVALID_CONFIG
-    print("ok: the kernel matches the config")
-    return EXIT_OK
-
-
-LOCK_PATH = "/run/netcfg/apply.lock"
-
-
-def _apply_lock():
-    """Serialise applies: a second one waits and says for whom."""
-    import contextlib
-    import fcntl
-
-    @contextlib.contextmanager
-    def held():
-        os.makedirs(os.path.dirname(LOCK_PATH), mode=0o700, exist_ok=True)
-        fd = os.open(LOCK_PATH, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-                print(f"netcfg: waiting for another apply (pid {holder}) to finish",
-                      file=sys.stderr)
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
-        finally:
-            os.close(fd)
-
-    return held()
 
 
 def cmd_syntax_help(args: argparse.Namespace) -> int:

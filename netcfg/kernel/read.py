@@ -8,7 +8,9 @@ saved file.
 
 One namespace costs one link dump, one address dump and one route dump (both
 families at once, filtered by the kernel to ``proto 110``, RTPROT_NETCFG),
-plus an AF_BRIDGE link dump when a bridge filters VLANs.
+plus an AF_BRIDGE link dump when a bridge filters VLANs. Routes of others
+are read only when asked (``foreign_routes``: a namespace with `purge yes`),
+in the same one dump, unfiltered, into ``NamespaceState.foreign_routes``.
 
 Attributes report what the kernel has, defaults included (the diff compares
 only what a config writes), except where a value is no state at all: an
@@ -22,15 +24,16 @@ never created or deleted), with its real kind in ``kernel_kinds``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, TypeVar
+import time
+from typing import Callable, Collection, Mapping, NamedTuple, TypeVar
 
 from netcfg.compile.location import SourceLocation
 from netcfg.compile.model import IFACE, NETNS, ROOT_NETNS, ConfigObject, Model
 from netcfg.kernel.nl import DumpInterrupted, RtnlSocket
 from netcfg.kernel.nlmsg import (
     AF_UNSPEC, IFF_LOOPBACK, IFF_UP, NETNSA_FD, NETNSA_NSID, RTM_GETADDR, RTM_GETLINK,
-    RTM_GETNSID, RTM_GETROUTE, RTMSG, RTN_UNICAST, getaddr_dump, getlink_dump, getroute_dump,
-    parse_attrs, rtattr_u32,
+    RTM_GETNSID, RTM_GETROUTE, RTMSG, RTN_UNICAST, RTPROT_KERNEL, RTPROT_UNSPEC, getaddr_dump,
+    getlink_dump, getroute_dump, parse_attrs, rtattr_u32,
 )
 from netcfg.kernel.read_parse import (
     DEFAULT_METRIC, S32, Link, RawRoute, getlink_bridge_dump, parse_address, parse_bridge_vlans,
@@ -53,12 +56,17 @@ LINK_ATTRIBUTES = {
 # A dump the kernel flags NLM_F_DUMP_INTR is read again, this many times at
 # most: IPv6 DAD finishing on freshly upped links interrupts address dumps
 # (seen here with 2000 veths read right after `ip link set up`).
-DUMP_ATTEMPTS = 5
+DUMP_ATTEMPTS = 8
+DUMP_BACKOFF_S = 0.01   # 10 ms, doubling: 2.5 s in all before giving up
 _T = TypeVar("_T")
 # Master kind -> the master's attribute listing its members (in ifindex
 # order), or the member's attribute naming its master.
 MEMBER_LISTS = {"bridge": "bridge-ports", "bond": "bond-slaves"}
 MEMBER_OF = {"vrf": "vrf"}
+# Routes the kernel makes itself (connected and local routes of addresses,
+# IPv6 router advertisements; linux/rtnetlink.h): no one's to purge.
+RTPROT_RA = 9
+KERNEL_ROUTE_PROTOCOLS = frozenset({RTPROT_KERNEL, RTPROT_RA})
 
 
 # ---------------------------------------------------------------- results
@@ -91,6 +99,14 @@ class CrossRef:
     kind: str
 
 
+class ForeignRoute(NamedTuple):
+    """A route neither netcfg's nor the kernel's, as parsed, and its RTM_NEWROUTE
+    payload as dumped (what it takes to put it back exactly)."""
+
+    route: RawRoute
+    payload: bytes
+
+
 @dataclass
 class NamespaceState:
     """One namespace as read: its interfaces as model objects, and indexes.
@@ -98,7 +114,8 @@ class NamespaceState:
     ``managed`` are the devices netcfg created (IFLA_GROUP == NETCFG_GROUP),
     ``foreign`` all others. ``pending`` are references into other namespaces
     not resolved (yet: read_model() resolves what it can); ``notes`` say
-    what the model could not express.
+    what the model could not express. ``foreign_routes`` are filled only when
+    read_namespace() is asked for them.
     """
 
     netns: str
@@ -115,13 +132,17 @@ class NamespaceState:
     # Whether the kernel applied the route dump's protocol filter
     # (NLM_F_DUMP_FILTERED); routes are checked here either way.
     routes_filtered_by_kernel: bool = False
+    foreign_routes: list[ForeignRoute] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- one namespace
 
 def read_namespace(sock: RtnlSocket, netns: str,
-                   nsid_names: Mapping[int, str] | None = None) -> NamespaceState:
-    """Links, addresses and netcfg's routes of the namespace ``sock`` is in.
+                   nsid_names: Mapping[int, str] | None = None, *,
+                   foreign_routes: bool = False) -> NamespaceState:
+    """Links, addresses and netcfg's routes of the namespace ``sock`` is in
+    (with ``foreign_routes``, every other route too, but the kernel's own:
+    `ip route show table all` less `proto kernel` and `proto ra`).
 
     Equivalent to: `ip -d link show; ip address show; ip route show table all
     proto 110` (and `bridge -c vlan show` when a bridge filters VLANs).
@@ -136,7 +157,7 @@ def read_namespace(sock: RtnlSocket, netns: str,
     if any(o.attrs.get("bridge-vlan-aware") for o in state.interfaces.values()):
         _read_port_vlans(sock, state)
     _read_addresses(sock, state, {link.index for link in links if link.flags & IFF_LOOPBACK})
-    _read_routes(sock, state)
+    _read_routes(sock, state, foreign_routes)
     spent = sock.counters.since(before)
     state.counts.recv_calls = spent.recv_calls
     state.counts.bytes = spent.bytes_received
@@ -156,6 +177,10 @@ def _dump(sock: RtnlSocket, state: NamespaceState, msg_type: int, payload: bytes
             if attempt == DUMP_ATTEMPTS - 1:
                 raise
             state.counts.retries += 1
+            # Back off: the change that interrupted us is often a burst (IPv6
+            # DAD finishing on thousands of fresh links), and immediate retries
+            # all landed inside it and made a verify, then its revert, fail.
+            time.sleep(DUMP_BACKOFF_S * 2 ** attempt)
     raise AssertionError("unreachable")
 
 
@@ -259,15 +284,30 @@ def _ours(payload: memoryview) -> tuple[RawRoute, int] | None:
     return parse_route(payload), rtm_type
 
 
-def _read_routes(sock: RtnlSocket, state: NamespaceState) -> None:
+def _ours_and_foreign(payload: memoryview) -> tuple[RawRoute, int] | ForeignRoute | None:
+    """As _ours, and a ForeignRoute for a route of anyone but us and the kernel."""
+    family, _d, _s, _tos, _table, protocol, _scope, _type, _fl = RTMSG.unpack_from(payload)
+    if family not in DEFAULT_METRIC or protocol in KERNEL_ROUTE_PROTOCOLS:
+        return None
+    if protocol == RTPROT_NETCFG:
+        return _ours(payload)
+    return ForeignRoute(parse_route(payload), bytes(payload))
+
+
+def _read_routes(sock: RtnlSocket, state: NamespaceState, foreign: bool = False) -> None:
     # One dump for both families: AF_UNSPEC runs every family's dump, each
     # applying the protocol filter (NETLINK_GET_STRICT_CHK; checked on 6.18).
     vrf_tables = {o.attrs["vrf-table"]: n for n, o in state.interfaces.items()
                   if o.kind == "vrf" and isinstance(o.attrs.get("vrf-table"), int)}
     routes, state.routes_filtered_by_kernel = _dump(
-        sock, state, RTM_GETROUTE, getroute_dump(AF_UNSPEC, protocol=RTPROT_NETCFG), _ours)
+        sock, state, RTM_GETROUTE,
+        getroute_dump(AF_UNSPEC, protocol=RTPROT_UNSPEC if foreign else RTPROT_NETCFG),
+        _ours_and_foreign if foreign else _ours)
     for parsed in routes:
         if parsed is None:
+            continue
+        if isinstance(parsed, ForeignRoute):
+            state.foreign_routes.append(parsed)
             continue
         route, rtm_type = parsed
         dev = state.names.get(route.oif) if route.oif is not None else None
@@ -314,6 +354,7 @@ def netns_ids(sock: RtnlSocket, namespaces: Mapping[str, int]) -> dict[int, str]
 def read_model(sockets: Mapping[str, RtnlSocket],
                nsids: Mapping[str, Mapping[int, str]] | None = None,
                netns_fds: Mapping[str, int] | None = None,
+               foreign_routes: Collection[str] = (),
                ) -> tuple[Model, dict[str, NamespaceState]]:
     """The current state of every namespace in ``sockets`` (name -> socket in
     it; "" is the host's) as one Model, and the per-namespace states.
@@ -326,10 +367,12 @@ def read_model(sockets: Mapping[str, RtnlSocket],
     veth's peer is the veth elsewhere whose ifindex is its IFLA_LINK and
     whose IFLA_LINK is its ifindex, taken only when each is the other's one
     candidate (a guess that an unread namespace can fool). An unresolved
-    reference is left out, with a note, and stays in ``pending``.
+    reference is left out, with a note, and stays in ``pending``. Routes of
+    others are read in the namespaces named in ``foreign_routes``.
     """
     nsids = nsids or {}
-    states = {netns: read_namespace(sock, netns, nsids.get(netns))
+    states = {netns: read_namespace(sock, netns, nsids.get(netns),
+                                    foreign_routes=netns in foreign_routes)
               for netns, sock in sockets.items()}
     nsid_of = _nsid_lookup(sockets, netns_fds) if netns_fds is not None else None
     resolve_cross_namespace(states, nsids, nsid_of)

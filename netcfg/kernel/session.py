@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import resource
 import socket
-from typing import Iterable
+from typing import Collection, Iterable
 
 from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.kernel.nl import RtnlSocket
@@ -61,17 +61,24 @@ class KernelSession:
 
     # -- reading
 
-    def read(self, names: Iterable[str]) -> Model:
-        """Current state of these namespaces (those that exist), as a model."""
+    def read(self, names: Iterable[str], *, foreign_routes: Collection[str] = ()) -> Model:
+        """Current state of these namespaces (those that exist), as a model;
+        in those of ``foreign_routes``, other programs' routes too (into
+        ``states[NAME].foreign_routes``, never into the model)."""
         existing = self.existing_namespaces()
         wanted = [n for n in dict.fromkeys(names) if n == ROOT_NETNS or n in existing]
         model, states = read_model({n: self.socket(n) for n in wanted},
-                                   netns_fds={n: self.netns(n).fd for n in wanted})
+                                   netns_fds={n: self.netns(n).fd for n in wanted},
+                                   foreign_routes=foreign_routes)
         self.states.update(states)
         return model
 
     def ifindex(self, netns: str, name: str) -> int:
         return self.states[netns].ifindex[name]
+
+    def managed(self) -> dict[str, set[str]]:
+        """Devices netcfg made (its group), per namespace, as last read."""
+        return {netns: state.managed for netns, state in self.states.items()}
 
     def requests_sent(self) -> int:
         return sum(s.counters.messages_sent for s in self.sockets.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,96 @@ def test_plan_against_current_state_of_the_same_config_is_empty(tmp_path):
     ops = [op for batch in json.loads(out)["batches"] for op in batch]
     assert ops == [{"action": "addr-add", "name": "eth0", "netns": "beta",
                     "subject": "10.200.2.2/30"}]
+
+
+# ---------------------------------------------------------------- kernel commands' arguments
+# None of these may reach the kernel: the unit tier runs unsandboxed, maybe as root.
+
+@pytest.fixture
+def run_dir(tmp_path, monkeypatch):
+    """A private NETCFG_RUN_DIR (apply lock, confirm sockets)."""
+    directory = tmp_path / "run"
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(directory))
+    return directory
+
+
+@pytest.mark.parametrize("argv", [
+    ["apply", "--confirm", "0"], ["apply", "--confirm", "soon"], ["apply", "--confirm", "-5"],
+    ["apply", "--confirm", "5", "--dry-run"],
+    ["down"], ["down", "--all", "--netns", "t1"], ["down", "--netns"],
+    ["confirm", "now"],
+])
+def test_kernel_command_usage_errors_exit_2(argv, run_dir, tmp_path):
+    (tmp_path / "a.tmpl").write_text("auto lo\niface lo inet loopback\n")
+    code, _, err = run([*argv, "-c", str(tmp_path)] if argv[0] != "confirm" else argv)
+    assert code == 2, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["apply"], ["apply", "br0", "--netns", "t1"],
+                                  ["down", "--all"], ["down", "--netns", "t1"], ["show"],
+                                  ["query", "--check"]])
+def test_kernel_commands_need_root(argv, run_dir, tmp_path, monkeypatch):
+    (tmp_path / "a.tmpl").write_text("auto lo\niface lo inet loopback\n")
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    code, _, err = run([*argv, "-c", str(tmp_path)] if argv[0] != "show" else argv)
+    assert code == 2 and "needs root" in err
+    assert not run_dir.exists()   # no lock taken either
+
+
+def test_help_lists_down_and_confirm():
+    code, out, _ = run(["apply", "--help"])
+    assert code == 0 and "--confirm SECONDS" in out and "IFACE" in out and "--netns NS" in out
+    code, out, _ = run(["down", "--help"])
+    assert code == 0 and "--all" in out
+    code, out, _ = run(["--help"])
+    assert "netcfg confirm" in out and "no apply is waiting" in out
+
+
+def test_confirm_with_nothing_waiting_exits_1(run_dir):
+    code, _, err = run(["confirm"])
+    assert code == 1 and err == "netcfg: no apply is waiting for confirmation\n"
+
+
+def test_confirm_reaches_the_waiting_apply(run_dir):
+    import threading
+
+    from netcfg.confirm import ConfirmWaiter
+
+    outcome = []
+    with ConfirmWaiter() as waiter:
+        assert oct((run_dir / f"confirm-{os.getpid()}").stat().st_mode & 0o777) == "0o600"
+        assert oct(run_dir.stat().st_mode & 0o777) == "0o700"
+        thread = threading.Thread(target=lambda: outcome.append(waiter.wait(10)))
+        thread.start()
+        code, out, err = run(["confirm"])
+        thread.join()
+    assert code == 0, err
+    assert out == f"confirmed: the apply of pid {os.getpid()} keeps its changes\n"
+    assert outcome == [True]
+    assert list(run_dir.iterdir()) == []
+
+
+def test_an_unconfirmed_wait_times_out(run_dir):
+    import time
+
+    from netcfg.confirm import ConfirmWaiter
+
+    with ConfirmWaiter() as waiter:
+        start = time.monotonic()
+        assert waiter.wait(0.2) is False
+        assert 0.2 <= time.monotonic() - start < 2
+    code, _, _ = run(["confirm"])
+    assert code == 1
+
+
+def test_confirm_removes_a_socket_left_by_a_dead_apply(run_dir):
+    import socket
+
+    run_dir.mkdir(mode=0o700)
+    stale = run_dir / "confirm-999999"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(stale))   # bound, never listening: what a killed apply leaves
+    code, _, err = run(["confirm"])
+    assert code == 1 and "no apply is waiting" in err
+    assert not stale.exists()
