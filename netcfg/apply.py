@@ -439,6 +439,9 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
     if bulk is None:
         bulk = group_deletes(plan, session.managed())
     sent = 0
+    # Tables of the vrfs this plan creates, for routes into them in later batches.
+    vrf_tables = {(op.netns, op.name): op.params["table"] for batch in plan.batches
+                  for op in batch if op.action == LINK_ADD and op.params.get("kind") == "vrf"}
     for number, batch in enumerate(plan.batches):
         _namespace_ops(batch, session)
         by_netns: dict[str, list[Operation]] = {}
@@ -450,8 +453,8 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
             by_netns.setdefault(netns, [])
         touched: set[str] = set(grouped)
         for netns, ops in by_netns.items():
-            sent += _transact(netns, ops, session, [delete_group(netns)] if netns in grouped
-                              else [])
+            sent += _transact(netns, ops, session, vrf_tables,
+                              [delete_group(netns)] if netns in grouped else [])
             for op in ops:
                 if op.action in (LINK_ADD, LINK_DEL):
                     touched.add(netns)
@@ -459,7 +462,8 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
                     if peer_netns is not None:
                         touched.add(peer_netns)
         if touched:
-            session.read(touched)  # new devices' ifindexes for the next batches
+            # New devices' ifindexes for the next batches: names only, not a full read.
+            session.refresh_ifindexes(touched)
     return sent
 
 
@@ -478,9 +482,11 @@ def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:
 class _Context:
     """What encode() needs to know about the kernel, answered from read-back."""
 
-    def __init__(self, netns: str, session: KernelSession):
+    def __init__(self, netns: str, session: KernelSession,
+                 vrf_tables: dict[tuple[str, str], int]):
         self.netns = netns
         self.session = session
+        self.vrf_tables = vrf_tables
 
     def ifindex(self, netns: str, name: str) -> int:
         return self.session.ifindex(netns, name)
@@ -492,8 +498,11 @@ class _Context:
         return None  # nsids are assigned by netcfgd (issue 4); same-namespace lowers only
 
     def vrf_table(self, netns: str, name: str) -> int:
-        state = self.session.states[netns]
-        return state.interfaces[name].attrs["vrf-table"]
+        # A vrf created by this plan is not in the read-back state yet.
+        created = self.vrf_tables.get((netns, name))
+        if created is not None:
+            return created
+        return self.session.states[netns].interfaces[name].attrs["vrf-table"]
 
 
 def _encode(op: Operation, ctx: _Context) -> list[Request]:
@@ -503,8 +512,8 @@ def _encode(op: Operation, ctx: _Context) -> list[Request]:
 
 
 def _transact(netns: str, ops: list[Operation], session: KernelSession,
-              extra: Sequence[Request] = ()) -> int:
-    ctx = _Context(netns, session)
+              vrf_tables: dict[tuple[str, str], int], extra: Sequence[Request] = ()) -> int:
+    ctx = _Context(netns, session, vrf_tables)
     requests: list[Request] = []
     for op in ops:
         requests.extend(_encode(op, ctx))

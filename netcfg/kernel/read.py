@@ -31,9 +31,9 @@ from netcfg.compile.location import SourceLocation
 from netcfg.compile.model import IFACE, NETNS, ROOT_NETNS, ConfigObject, Model
 from netcfg.kernel.nl import DumpInterrupted, RtnlSocket
 from netcfg.kernel.nlmsg import (
-    AF_UNSPEC, IFF_LOOPBACK, IFF_UP, NETNSA_FD, NETNSA_NSID, RTM_GETADDR, RTM_GETLINK,
-    RTM_GETNSID, RTM_GETROUTE, RTMSG, RTN_UNICAST, RTPROT_KERNEL, RTPROT_UNSPEC, getaddr_dump,
-    getlink_dump, getroute_dump, parse_attrs, rtattr_u32,
+    AF_UNSPEC, IFF_LOOPBACK, IFF_UP, IFINFOMSG, IFLA_IFNAME, NETNSA_FD, NETNSA_NSID, RTM_GETADDR,
+    RTM_GETLINK, RTM_GETNSID, RTM_GETROUTE, RTMSG, RTN_UNICAST, RTPROT_KERNEL, RTPROT_UNSPEC,
+    attr_str, getaddr_dump, getlink_dump, getroute_dump, parse_attrs, rtattr_u32,
 )
 from netcfg.kernel.read_parse import (
     DEFAULT_METRIC, S32, Link, RawRoute, getlink_bridge_dump, parse_address, parse_bridge_vlans,
@@ -162,6 +162,22 @@ def read_namespace(sock: RtnlSocket, netns: str,
     state.counts.recv_calls = spent.recv_calls
     state.counts.bytes = spent.bytes_received
     return state
+
+
+def read_ifindexes(sock: RtnlSocket, state: NamespaceState) -> None:
+    """Refresh only ``state.ifindex``/``state.names``: one link dump parsing
+    IFLA_IFNAME alone. What apply needs after creating devices (their
+    ifindexes, for addresses and routes), at a fraction of a full read.
+
+    Equivalent to: `ip -o link show | cut -d: -f1,2`.
+    """
+    def name_and_index(payload: memoryview) -> tuple[str, int]:
+        index = IFINFOMSG.unpack_from(payload)[2]
+        return attr_str(parse_attrs(payload, IFINFOMSG.size, {IFLA_IFNAME})[IFLA_IFNAME]), index
+
+    pairs, _ = _dump(sock, state, RTM_GETLINK, getlink_dump(), name_and_index)
+    state.ifindex = dict(pairs)
+    state.names = {index: name for name, index in pairs}
 
 
 def _dump(sock: RtnlSocket, state: NamespaceState, msg_type: int, payload: bytes,

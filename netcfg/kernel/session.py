@@ -16,7 +16,7 @@ from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.nlmsg import NETLINK_ROUTE
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
-from netcfg.kernel.read import NamespaceState, read_model
+from netcfg.kernel.read import NamespaceState, read_ifindexes, read_model
 
 
 class KernelSession:
@@ -72,6 +72,14 @@ class KernelSession:
                                    foreign_routes=foreign_routes)
         self.states.update(states)
         return model
+
+    def refresh_ifindexes(self, names: Iterable[str]) -> None:
+        """Learn the ifindexes of devices just created, without a full read."""
+        for name in names:
+            state = self.states.get(name)
+            if state is None:
+                state = self.states[name] = NamespaceState(name)
+            read_ifindexes(self.socket(name), state)
 
     def ifindex(self, netns: str, name: str) -> int:
         return self.states[netns].ifindex[name]

@@ -198,7 +198,7 @@ def test_one_group_delete_per_namespace_and_an_empty_group_is_success(session, t
     # first) is answered ENODEV: success.
     from netcfg.apply import _transact
     from netcfg.kernel.encode import delete_group
-    assert _transact("t", [], session, [delete_group("t")]) == 1
+    assert _transact("t", [], session, {}, [delete_group("t")]) == 1
 
 
 def pair_del(netns: str, name: str, peer: str, peer_netns: str | None = None) -> Operation:
