@@ -142,3 +142,17 @@ def test_a_veth_pair_inside_one_namespace_is_stable(session, tmp_path):
     again = apply(desired, session)
     assert again.verified and again.requests == 0
     assert "s1@s0" in ip("-n", "t1", "link", "show", "s1")
+
+
+def test_show_piped_into_apply_changes_nothing(session, tmp_path):
+    """`netcfg show | netcfg apply -c -`: running state, printed in the input
+    language and applied again, needs no write at all."""
+    from netcfg.compile.emit import emit_model
+
+    apply(model_of(TENANTS, tmp_path), session)
+    shown = emit_model(session.read(["", *sorted(session.existing_namespaces())]))
+    again = compile_config(ConfigSource(path="-", stdin_text=shown)).model
+    result = apply(again, session)
+    assert result.verified
+    assert [op.describe() for op in result.plan.operations] == []
+    assert result.requests == 0
