@@ -473,6 +473,12 @@ def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:
     if added:
         for handle in session.nsdir.create_many(added):
             session.handles[handle.name] = handle
+        # Every managed namespace gets an nsid in the host's view (`nsid N` in
+        # its netns stanza, else the kernel's pick): cross-namespace devices
+        # and netcfgd's one event socket name namespaces by it.
+        for op in batch:
+            if op.action == NETNS_ADD:
+                session.nsid(ROOT_NETNS, op.name, op.params.get("nsid"))
     if deleted:
         for name in deleted:
             session.forget(name)
@@ -495,7 +501,7 @@ class _Context:
         return self.session.netns(netns).fd
 
     def nsid(self, netns_of_socket: str, other: str) -> int | None:
-        return None  # nsids are assigned by netcfgd (issue 4); same-namespace lowers only
+        return self.session.nsid(netns_of_socket, other)
 
     def vrf_table(self, netns: str, name: str) -> int:
         # A vrf created by this plan is not in the read-back state yet.

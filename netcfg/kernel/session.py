@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import resource
 import socket
+import struct
 from typing import Collection, Iterable
 
 from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.kernel.nl import RtnlSocket
-from netcfg.kernel.nlmsg import NETLINK_ROUTE
-from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
-from netcfg.kernel.read import NamespaceState, read_ifindexes, read_model
+from netcfg.kernel.nlmsg import NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID, RTM_NEWNSID, rtattr, rtattr_u32
+from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
+from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
+
+
+_S32 = struct.Struct("=i")   # NETNSA_NSID is signed: -1 asks the kernel to pick
 
 
 class KernelSession:
@@ -72,6 +76,26 @@ class KernelSession:
                                    foreign_routes=foreign_routes)
         self.states.update(states)
         return model
+
+    def nsid(self, view: str, target: str, wanted: int | None = None) -> int:
+        """The nsid ``target`` has in ``view``'s namespace, assigning one when it
+        has none (``wanted``, else the kernel picks). Devices whose lower
+        device or peer lives in another namespace are named through it
+        (IFLA_LINK_NETNSID), and event sockets see it on every message.
+
+        Equivalent to: `ip -n VIEW netns set TARGET auto` (or `... TARGET N`).
+        """
+        sock, fd = self.socket(view), self.netns(target).fd
+        current = netns_id(sock, fd)
+        if current is not None:
+            return current
+        payload = (b"\0\0\0\0" + rtattr_u32(NETNSA_FD, fd)
+                   + rtattr(NETNSA_NSID, _S32.pack(-1 if wanted is None else wanted)))
+        sock.request(RTM_NEWNSID, 0, payload)
+        assigned = netns_id(sock, fd)
+        if assigned is None:  # the kernel accepted it: it must be there now
+            raise NetnsError(target, f"has no nsid in netns '{view or 'host'}' after assigning one")
+        return assigned
 
     def refresh_ifindexes(self, names: Iterable[str]) -> None:
         """Learn the ifindexes of devices just created, without a full read."""

@@ -156,3 +156,28 @@ def test_show_piped_into_apply_changes_nothing(session, tmp_path):
     assert result.verified
     assert [op.describe() for op in result.plan.operations] == []
     assert result.requests == 0
+
+
+def test_namespaces_get_nsids_and_a_macvlan_reaches_a_lower_in_the_host(session, tmp_path):
+    """A tenant's macvlan on a host device is made through the nsid of the
+    host's namespace as the tenant sees it; each namespace netcfg makes gets
+    an nsid in the host's view (`nsid 7` where the config says so)."""
+    desired = model_of(textwrap.dedent("""\
+        netns t1
+            nsid 7
+        auto vh
+        iface vh
+            link-type veth
+            veth-peer-name vp
+        auto mv0
+        iface mv0
+            netns t1
+            macvlan-raw-device vh
+            macvlan-raw-netns ""
+            address 10.5.0.2/24
+        """), tmp_path)
+    assert apply(desired, session).verified
+    assert "t1 (id: 7)" in ip("netns", "list")
+    detail = ip("-n", "t1", "-d", "link", "show", "mv0")
+    assert "macvlan mode bridge" in detail and "link-netnsid" in detail
+    assert apply(desired, session).requests == 0
