@@ -442,6 +442,7 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
     # Tables of the vrfs this plan creates, for routes into them in later batches.
     vrf_tables = {(op.netns, op.name): op.params["table"] for batch in plan.batches
                   for op in batch if op.action == LINK_ADD and op.params.get("kind") == "vrf"}
+    total, done = len(plan), 0
     for number, batch in enumerate(plan.batches):
         _namespace_ops(batch, session)
         by_netns: dict[str, list[Operation]] = {}
@@ -464,6 +465,9 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
         if touched:
             # New devices' ifindexes for the next batches: names only, not a full read.
             session.refresh_ifindexes(touched)
+        done += len(batch)
+        if session.on_batch is not None:
+            session.on_batch(number + 1, len(plan.batches), done, total)
     return sent
 
 

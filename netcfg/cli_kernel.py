@@ -101,6 +101,7 @@ def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -
 def cmd_apply(args: argparse.Namespace) -> int:
     from netcfg.apply import Selection, apply
     from netcfg.cli import config_source
+    from netcfg.progress import Progress
     from netcfg.compile import compile_config
 
     if args.confirm is not None and args.dry_run:
@@ -108,9 +109,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
     selection = Selection(tuple(dict.fromkeys(args.interfaces)), tuple(dict.fromkeys(args.netns)))
     compiled = compile_config(config_source(args))
     confirming = args.confirm is not None
+    progress = Progress()
     with _session() as session, _apply_lock(), _hangup_detaches(confirming):
-        result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
-                       dry_run=args.dry_run, selection=selection or None)
+        session.on_batch = progress
+        try:
+            result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
+                           dry_run=args.dry_run, selection=selection or None)
+        finally:
+            progress.finish()
         if confirming and result.plan.batches:
             _await_confirmation(result, args.confirm)
     _report(args, result, "applied", ", confirmed" if confirming and result.plan.batches

@@ -11,7 +11,7 @@ from __future__ import annotations
 import resource
 import socket
 import struct
-from typing import Collection, Iterable
+from typing import Callable, Collection, Iterable
 
 from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.kernel.nl import RtnlSocket
@@ -30,6 +30,9 @@ class KernelSession:
         self.handles: dict[str, Netns] = {}
         self.sockets: dict[str, RtnlSocket] = {}
         self.states: dict[str, NamespaceState] = {}
+        # Reporting hook of the command using the session: called after each
+        # batch with (batches done, batches, operations done, operations).
+        self.on_batch: Callable[[int, int, int, int], None] | None = None
         _raise_fd_limit()
 
     # -- namespaces and sockets
