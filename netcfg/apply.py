@@ -285,7 +285,12 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         if selection:
             # Purge is a namespace's: only when whole namespaces are applied.
             purge &= set() if selection.interfaces else set(selection.namespaces)
-        scope = _Scope(session, target, target.netns_names(), frozenset(purge))
+        namespaces = target.netns_names()
+        if not selection:
+            # Namespaces netcfg made that the config no longer names: read
+            # them too, so the diff removes them (and what leads into them).
+            namespaces += sorted(session.marked_namespaces(besides=namespaces))
+        scope = _Scope(session, target, namespaces, frozenset(purge))
         before = scope.current()
         if selection:
             scope.selection, scope.keys = selection, selection.keys(target, before)
@@ -483,6 +488,7 @@ def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:
         for op in batch:
             if op.action == NETNS_ADD:
                 session.nsid(ROOT_NETNS, op.name, op.params.get("nsid"))
+                session.mark_netns(op.name)
     if deleted:
         for name in deleted:
             session.forget(name)

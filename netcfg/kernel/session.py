@@ -15,12 +15,18 @@ from typing import Callable, Collection, Iterable
 
 from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.kernel.nl import RtnlSocket
-from netcfg.kernel.nlmsg import NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID, RTM_NEWNSID, rtattr, rtattr_u32
+from netcfg.kernel.nlmsg import (
+    IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID,
+    RTEXT_FILTER_SKIP_STATS, RTM_GETLINK, RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg,
+    parse_attrs, rtattr, rtattr_str, rtattr_u32,
+)
+from netcfg.kernel.tags import NETNS_MARK
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
 
 
 _S32 = struct.Struct("=i")   # NETNSA_NSID is signed: -1 asks the kernel to pick
+LOOPBACK_IFINDEX = 1          # lo is always the first device of a namespace
 
 
 class KernelSession:
@@ -99,6 +105,27 @@ class KernelSession:
         if assigned is None:  # the kernel accepted it: it must be there now
             raise NetnsError(target, f"has no nsid in netns '{view or 'host'}' after assigning one")
         return assigned
+
+    def mark_netns(self, name: str) -> None:
+        """Tag a namespace netcfg made (tags.NETNS_MARK on its lo, ifindex 1).
+
+        Equivalent to: `ip -n NAME link set lo alias netcfg`.
+        """
+        self.socket(name).request(RTM_NEWLINK, 0, ifinfomsg(index=LOOPBACK_IFINDEX)
+                                  + rtattr_str(IFLA_IFALIAS, NETNS_MARK))
+
+    def marked_namespaces(self, besides: Iterable[str] = ()) -> set[str]:
+        """Namespaces (other than ``besides``) that netcfg made: one request each."""
+        skip = set(besides)
+        marked = set()
+        for name in self.existing_namespaces() - skip:
+            _t, _f, payload = self.socket(name).get(
+                RTM_GETLINK, ifinfomsg(index=LOOPBACK_IFINDEX)
+                + rtattr_u32(IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS))
+            alias = parse_attrs(payload, IFINFOMSG.size, {IFLA_IFALIAS}).get(IFLA_IFALIAS)
+            if alias is not None and attr_str(alias) == NETNS_MARK:
+                marked.add(name)
+        return marked
 
     def refresh_ifindexes(self, names: Iterable[str]) -> None:
         """Learn the ifindexes of devices just created, without a full read."""

@@ -10,3 +10,10 @@ iproute2's /etc/iproute2/{group,rt_protos} tables.
 
 NETCFG_GROUP = 0x6E63   # 28259, "nc"
 RTPROT_NETCFG = 110
+
+# Namespaces netcfg creates carry this alias on their `lo` (IFLA_IFALIAS;
+# `ip -n NS link show lo` prints it), so a namespace the config no longer
+# names can be told from one someone else made, from the kernel alone.
+# Not the device group: `lo` cannot be deleted, and a delete-by-group that
+# met it would fail.
+NETNS_MARK = "netcfg"

@@ -181,3 +181,17 @@ def test_namespaces_get_nsids_and_a_macvlan_reaches_a_lower_in_the_host(session,
     detail = ip("-n", "t1", "-d", "link", "show", "mv0")
     assert "macvlan mode bridge" in detail and "link-netnsid" in detail
     assert apply(desired, session).requests == 0
+
+
+def test_a_namespace_the_config_stops_using_is_removed_but_not_anyone_elses(session, netns_dir,
+                                                                           tmp_path):
+    apply(model_of(TENANTS, tmp_path), session)
+    netns_dir.create("theirs").close()       # made by someone else: no mark on its lo
+    assert "alias netcfg" in ip("-n", "blue", "link", "show", "lo")
+    only_red = model_of(TENANTS.replace('["red", "blue"]', '["red"]'), tmp_path, "red.tmpl")
+    result = apply(only_red, session)
+    assert result.verified
+    assert sorted(session.existing_namespaces()) == ["red", "theirs"]
+    assert "veth-blue" not in ip("link", "show")
+    assert addresses("red", "eth0") == ["10.0.1.2/30", "192.168.0.1/24"]
+    assert apply(only_red, session).requests == 0
