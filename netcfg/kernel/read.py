@@ -24,6 +24,7 @@ never created or deleted), with its real kind in ``kernel_kinds``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import socket
 import time
 from typing import Callable, Collection, Mapping, NamedTuple, TypeVar
 
@@ -56,8 +57,9 @@ LINK_ATTRIBUTES = {
 # A dump the kernel flags NLM_F_DUMP_INTR is read again, this many times at
 # most: IPv6 DAD finishing on freshly upped links interrupts address dumps
 # (seen here with 2000 veths read right after `ip link set up`).
-DUMP_ATTEMPTS = 8
-DUMP_BACKOFF_S = 0.01   # 10 ms, doubling: 2.5 s in all before giving up
+DUMP_ATTEMPTS = 16
+DUMP_BACKOFF_S = 0.01       # 10 ms, doubling,
+DUMP_BACKOFF_MAX_S = 0.5    # up to half a second: ~6 s in all before giving up
 _T = TypeVar("_T")
 # Master kind -> the master's attribute listing its members (in ifindex
 # order), or the member's attribute naming its master.
@@ -196,7 +198,7 @@ def _dump(sock: RtnlSocket, state: NamespaceState, msg_type: int, payload: bytes
             # Back off: the change that interrupted us is often a burst (IPv6
             # DAD finishing on thousands of fresh links), and immediate retries
             # all landed inside it and made a verify, then its revert, fail.
-            time.sleep(DUMP_BACKOFF_S * 2 ** attempt)
+            time.sleep(min(DUMP_BACKOFF_S * 2 ** attempt, DUMP_BACKOFF_MAX_S))
     raise AssertionError("unreachable")
 
 
@@ -276,7 +278,15 @@ def _read_port_vlans(sock: RtnlSocket, state: NamespaceState) -> None:
 
 
 def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]) -> None:
-    addresses, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(AF_UNSPEC), parse_address)
+    # One dump per family, not one AF_UNSPEC dump: the kernel flags a dump
+    # interrupted when its family's address generation changes, and after
+    # thousands of links come up, IPv6 duplicate address detection changes
+    # IPv6 addresses for seconds. A joint dump was interrupted on every try
+    # and failed the verify; the IPv4 half is immune to that churn this way.
+    addresses = []
+    for family in (socket.AF_INET, socket.AF_INET6):
+        found, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(family), parse_address)
+        addresses += found
     for parsed in addresses:
         if parsed is None:
             continue
