@@ -187,6 +187,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from netcfg.apply import apply
+    from netcfg.drift import explain
     from netcfg.cli import config_source
     from netcfg.compile import compile_config
 
@@ -195,8 +196,10 @@ def cmd_query(args: argparse.Namespace) -> int:
         result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
                        dry_run=True)
     drift = result.plan.operations
-    for op in drift:
-        print(f"drift: {op.describe()}")
+    explained = sorted((explain(op, compiled.model) for op in drift),
+                       key=lambda item: (item[0].file, item[0].line))
+    for loc, message in explained:
+        print(f"{loc}: drift: {message}" if loc.line else f"drift: {message}")
     if drift:
         print(f"netcfg: {len(drift)} differences between the config and the kernel",
               file=sys.stderr)

@@ -1,0 +1,73 @@
+"""What `netcfg query --check` says about each difference: where the config
+asks for it (file:line of the attribute) and what the kernel has instead.
+
+Pure: an Operation that would repair the drift, and the compiled model.
+"""
+
+from __future__ import annotations
+
+from netcfg.compile.location import NOWHERE, SourceLocation
+from netcfg.compile.model import ConfigObject, Model
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
+                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL, Operation)
+
+# The attribute that asked for what an operation repairs, and the sentence
+# saying what differs ({label}, {subject} and {params} filled in).
+_EXPLAIN: dict[str, tuple[str | None, str]] = {
+    NETNS_ADD: (None, "namespace {name} is configured but does not exist"),
+    NETNS_DEL: (None, "namespace {name} was made by netcfg but is no longer configured"),
+    LINK_ADD: (None, "{label} is configured but does not exist"),
+    LINK_DEL: (None, "{label} was made by netcfg but is not configured (or must be re-created)"),
+    LINK_SET: ("*", "{label}: configured {params}, the kernel has other values"),
+    LINK_UP: (None, "{label} is down; the config brings it up (auto)"),
+    LINK_DOWN: ("link-down", "{label} is up; the config keeps it down"),
+    MASTER_SET: ("vrf", "{label} is not enslaved to {master}, as configured"),
+    MASTER_UNSET: (None, "{label} is enslaved but the config gives it no master"),
+    ADDR_ADD: ("address", "{label}: address {subject} is configured but not on the device"),
+    ADDR_DEL: ("address", "{label}: address {subject} is on the device but not configured"),
+    ROUTE_ADD: ("route", "{label}: route {subject} is configured but not in the kernel"),
+    ROUTE_DEL: ("route", "{label}: route {subject} is in the kernel but not configured"),
+    VLAN_ADD: ("bridge-vids", "{label}: bridge VLANs {params} are configured but not set"),
+    VLAN_DEL: ("bridge-vids", "{label}: bridge VLANs {params} are set but not configured"),
+    VNI_ADD: ("bridge-vlan-vni-map", "{label}: VNIs {params} are configured but not set"),
+    VNI_DEL: ("bridge-vlan-vni-map", "{label}: VNIs {params} are set but not configured"),
+}
+
+
+def explain(op: Operation, model: Model) -> tuple[SourceLocation, str]:
+    """(where the config asks for it, what differs) for one repairing operation."""
+    attribute, sentence = _EXPLAIN[op.action]
+    obj = model.namespaces.get(op.name) if op.action in (NETNS_ADD, NETNS_DEL) \
+        else model.iface(op.netns, op.name)
+    label = obj.label() if obj is not None else (
+        f"{op.name} (netns {op.netns})" if op.netns else op.name)
+    if attribute == "*":
+        attribute = next(iter(op.params), None)
+    message = sentence.format(
+        name=op.name, label=label, subject=op.subject, master=op.params.get("master", "?"),
+        params=" ".join(f"{k} {_value(v)}" for k, v in op.params.items()))
+    return _where(obj, attribute, op, model), message
+
+
+def _where(obj: ConfigObject | None, attribute: str | None, op: Operation,
+           model: Model) -> SourceLocation:
+    if obj is None:
+        return NOWHERE   # something netcfg made that the config no longer has
+    if op.action == MASTER_SET and "vrf" not in obj.attrs:
+        master = model.iface(op.netns, op.params.get("master", ""))
+        if master is not None:   # bridge-ports / bond-slaves on the master
+            for attr in ("bridge-ports", "bond-slaves"):
+                if attr in master.attrs:
+                    return master.where(attr)
+    if op.action in (ROUTE_ADD, ROUTE_DEL) and "route" not in obj.attrs:
+        attribute = "gateway"
+    return obj.where(attribute)
+
+
+def _value(value) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
