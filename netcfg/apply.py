@@ -374,9 +374,22 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
             raise ApplyFailed("verification failed: the kernel does not have "
                               + "; ".join(op.describe() for op in drift[:5]))
         result.verified = True
-    except NetcfgError as failure:
-        revert(result, str(failure))
+    except _WRITE_FAILURES as failure:
+        revert(result, _reason(failure))
     return result
+
+
+# Once writing has started, any of these must end in a revert, never escape
+# as an internal error with the kernel half-configured: a device whose
+# ifindex is unknown (KeyError from the encode context), a socket or sysctl
+# error (OSError), as well as netcfg's own errors.
+_WRITE_FAILURES = (NetcfgError, KeyError, OSError)
+
+
+def _reason(failure: BaseException) -> str:
+    if isinstance(failure, KeyError):
+        return f"no such device in the kernel: {failure.args[0] if failure.args else failure}"
+    return str(failure)
 
 
 def revert(result: ApplyResult, why: str) -> None:
@@ -391,8 +404,8 @@ def revert(result: ApplyResult, why: str) -> None:
         back = build_plan(diff(before, now))
         _execute(back, scope.session)
         _restore_routes(result.purged_routes, scope.session)
-    except NetcfgError as second:
-        raise RevertFailed(f"{why}; the revert failed too: {second}") from None
+    except _WRITE_FAILURES as second:
+        raise RevertFailed(f"{why}; the revert failed too: {_reason(second)}") from None
     raise ApplyFailed(f"{why}; the previous state was restored") from None
 
 
