@@ -14,11 +14,14 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
+from netcfg.kernel.session import KernelSession
+from netcfg.kernel.tags import NETCFG_GROUP
 
 HERE = Path(__file__).parent
 RUN_DIR = "/run/netns"     # where iproute2 looks: `ip -n NAME` must see ours
@@ -91,6 +94,27 @@ def netns_dir():
     assert nsdir.list_names() == [], "a previous test left namespaces behind"
     yield nsdir
     nsdir.delete_many(nsdir.list_names())
+
+
+def remove_what_netcfg_made(netns_dir: NetnsDir) -> None:
+    """Leave the sandbox as the test found it: namespaces, then netcfg's
+    devices in the host side, then wait for the kernel's asynchronous
+    namespace cleanup to take the veths whose other end was inside."""
+    netns_dir.delete_many(netns_dir.list_names())
+    subprocess.run(["ip", "link", "delete", "group", str(NETCFG_GROUP)], capture_output=True)
+    deadline = time.monotonic() + 5
+    # `ip -j link show group N` prints {} for each device outside the group.
+    while any(_ip_json("link", "show", "group", str(NETCFG_GROUP))) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def session(netns_dir):
+    """A KernelSession on the sandbox's /run/netns; what it made is removed after."""
+    with KernelSession(netns_dir.path) as kernel:
+        yield kernel
+    remove_what_netcfg_made(netns_dir)
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ import struct
 import subprocess
 
 import pytest
+from builders import iface, link_add, op
 
-from netcfg.compile.model import IFACE, ConfigObject
 from netcfg.kernel.encode import EncodeError, StaticContext, delete_group, encode
 from netcfg.kernel.nl import NetlinkError, Request, RtnlSocket
 from netcfg.kernel.nlmsg import (
@@ -34,8 +34,7 @@ from netcfg.kernel.nlmsg import (
     nested, rtattr, rtattr_str, rtattr_u32,
 )
 from netcfg.kernel.tags import NETCFG_GROUP
-from netcfg.kinds import registry
-from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_DEL, LINK_DOWN, LINK_SET,
                              LINK_UP, MASTER_SET, MASTER_UNSET, ROUTE_ADD, ROUTE_DEL, VNI_ADD,
                              VNI_DEL, Operation)
 
@@ -96,8 +95,8 @@ class Kernel:
     # -- applying
     def apply(self, *ops: Operation) -> None:
         """Each operation encoded and sent in its namespace, in order."""
-        for op in ops:
-            self.sock(op.netns).transact(encode(op, self)).raise_first()
+        for operation in ops:
+            self.sock(operation.netns).transact(encode(operation, self)).raise_first()
 
     def close(self) -> None:
         for sock in self.sockets.values():
@@ -125,21 +124,6 @@ def ip(netns: str, *args: str) -> list[dict]:
 
 def link(netns: str, name: str) -> dict:
     return ip(netns, "-d", "link", "show", "dev", name)[0]
-
-
-def iface(name: str, kind: str, netns: str = "", **attrs) -> ConfigObject:
-    return ConfigObject(IFACE, name, kind, netns=netns,
-                        attrs={k.replace("_", "-"): v for k, v in attrs.items()})
-
-
-def link_add(obj: ConfigObject, **extra) -> Operation:
-    """A link-add as plan/diff.py builds it: create_params, then create-time attributes."""
-    params = {"kind": obj.kind, **registry.kind(obj.kind).create_params(obj), **extra}
-    return Operation(LINK_ADD, obj.netns, obj.name, params=params)
-
-
-def op(action: str, name: str, subject: str = "", netns: str = "", **params) -> Operation:
-    return Operation(action, netns, name, subject, params)
 
 
 # ------------------------------------------------------------------ veth

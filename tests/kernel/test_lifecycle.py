@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import remove_what_netcfg_made
 
 from netcfg.apply import Selection, apply, down, group_deletes
 from netcfg.cli import main
@@ -124,13 +125,9 @@ def config_dir(text: str, tmp_path: Path, name: str = "cfg") -> str:
 
 
 def cleanup(netns_dir) -> None:
-    netns_dir.delete_many(netns_dir.list_names())
-    subprocess.run(["ip", "link", "delete", "group", GROUP], capture_output=True)
-    for name in ("f0", "foreign0", "tap0"):
+    for name in ("f0", "foreign0", "tap0"):   # the foreign devices these tests make
         subprocess.run(["ip", "link", "delete", name], capture_output=True)
-    deadline = time.monotonic() + 5
-    while ours() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    remove_what_netcfg_made(netns_dir)
 
 
 @pytest.fixture
@@ -143,8 +140,8 @@ def sandbox(netns_dir, tmp_path, monkeypatch):
 
 @pytest.fixture
 def session(sandbox):
-    with KernelSession(sandbox.path) as s:
-        yield s
+    with KernelSession(sandbox.path) as kernel:
+        yield kernel
 
 
 def cli(*argv: str) -> tuple[int, str]:

@@ -21,7 +21,6 @@ import pytest
 
 from netcfg.apply import apply
 from netcfg.compile import ConfigSource, compile_config
-from netcfg.kernel.session import KernelSession
 
 
 def _kernel_can(*ip_args: str) -> bool:
@@ -96,14 +95,6 @@ def reachable(netns: str, address: str, tries: int = 5) -> bool:
             return True
         time.sleep(0.5)
     return False
-
-
-@pytest.fixture
-def session(netns_dir):
-    with KernelSession(netns_dir.path) as s:
-        yield s
-    netns_dir.delete_many(netns_dir.list_names())
-    subprocess.run(["ip", "link", "delete", "group", "28259"], capture_output=True)
 
 
 @VM_TIER

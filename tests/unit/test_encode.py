@@ -11,9 +11,10 @@ from __future__ import annotations
 import struct
 
 import pytest
+from builders import iface, link_add, op
 
 from netcfg.compile import ConfigSource, compile_config
-from netcfg.compile.model import IFACE, ConfigObject, Model
+from netcfg.compile.model import Model
 from netcfg.kernel.encode import (ENCODERS, INFO_DATA, EncodeError, StaticContext, delete_group,
                                   encode)
 from netcfg.kernel.nlmsg import (
@@ -40,24 +41,9 @@ from netcfg.kinds import registry
 from netcfg.plan.diff import diff
 from netcfg.plan.ops import (ACTIONS, ADDR_ADD, LINK_ADD, LINK_DEL, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL, Operation)
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL)
 
 CREATE = NLM_F_CREATE | NLM_F_EXCL
-
-
-def iface(name: str, kind: str, netns: str = "", **attrs) -> ConfigObject:
-    return ConfigObject(IFACE, name, kind, netns=netns,
-                        attrs={k.replace("_", "-"): v for k, v in attrs.items()})
-
-
-def link_add(obj: ConfigObject, **extra) -> Operation:
-    """As plan/diff.py builds it: the kind's create_params, then create-time attributes."""
-    params = {"kind": obj.kind, **registry.kind(obj.kind).create_params(obj), **extra}
-    return Operation(LINK_ADD, obj.netns, obj.name, params=params)
-
-
-def op(action: str, name: str, subject: str = "", netns: str = "", **params) -> Operation:
-    return Operation(action, netns, name, subject, params)
 
 
 @pytest.fixture

@@ -1,0 +1,26 @@
+"""Model objects and operations built by hand, as the compiler and planner
+build them; shared by the unit and kernel tiers (tests/conftest.py puts this
+directory on the import path)."""
+
+from __future__ import annotations
+
+from netcfg.compile.model import IFACE, ConfigObject
+from netcfg.kinds import registry
+from netcfg.plan.ops import LINK_ADD, Operation
+
+
+def iface(name: str, kind: str, netns: str = "", **attrs) -> ConfigObject:
+    """An interface; attribute keywords use _ for - (bridge_ports=...)."""
+    return ConfigObject(IFACE, name, kind, netns=netns,
+                        attrs={k.replace("_", "-"): v for k, v in attrs.items()})
+
+
+def link_add(obj: ConfigObject, **extra) -> Operation:
+    """A link-add as plan/diff.py builds it: the kind's create_params, then
+    create-time attributes."""
+    params = {"kind": obj.kind, **registry.kind(obj.kind).create_params(obj), **extra}
+    return Operation(LINK_ADD, obj.netns, obj.name, params=params)
+
+
+def op(action: str, name: str, subject: str = "", netns: str = "", **params) -> Operation:
+    return Operation(action, netns, name, subject, params)

@@ -1,0 +1,6 @@
+"""Shared by every test tier: tests/builders.py is importable as `builders`."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
