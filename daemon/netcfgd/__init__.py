@@ -1,0 +1,1 @@
+"""netcfgd: the reconciler daemon and the embedded storage target."""
