@@ -8,7 +8,7 @@ NETCFG := $(VENV)/bin/netcfg
 STAMP  := $(VENV)/.installed-stamp
 EXAMPLE ?= templates/examples/tenants.tmpl
 
-.PHONY: all venv ifupdown2-examples bench-deps vm-deps test test-kernel test-vm test-unit demo bench bench-compile clean
+.PHONY: all venv ifupdown2-examples bench-deps vm-deps kernel-deps test test-kernel test-vm test-unit demo bench bench-compile clean
 
 all: test
 
@@ -82,7 +82,19 @@ test-vm: vm-deps
 	grep -Eq '^[0-9]+ passed' .cache/vm.log && ! grep -Eq 'failed|error|skipped' .cache/vm.log \
 	  || { echo "test-vm: the VM tier did not pass (exit $$status)"; exit 1; }
 
-test-kernel: venv
+# The kernel tier's peers: a DHCP server and client for `inet dhcp`. Both are
+# bare binaries (dnsmasq-base has no service; isc-dhcp-client none either), so
+# installing them starts nothing on the host.
+KERNEL_PACKAGES := isc-dhcp-client dnsmasq-base
+kernel-deps:
+	@missing=$$(for p in $(KERNEL_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian packages for the kernel tier: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+test-kernel: venv kernel-deps
 	@if [ "$$(id -u)" = 0 ]; then \
 	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/kernel; \
 	else echo "test-kernel: skipped (needs root for namespaces)"; fi

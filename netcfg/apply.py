@@ -32,6 +32,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
+from netcfg import dhcp
 from netcfg.compile.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED, NetcfgError,
                            UsageError, did_you_mean)
@@ -48,7 +49,7 @@ from netcfg.kernel.session import KernelSession
 from netcfg.kernel.tags import NETCFG_GROUP
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, PEER
-from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, diff
+from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, dhcp_owned, diff
 from netcfg.plan.lower import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, REMOVALS,
                              ROUTE_ADD, ROUTE_DEL, Operation)
@@ -84,6 +85,7 @@ class ApplyResult:
     verified: bool = False
     dry_run: bool = False
     notes: list[str] = field(default_factory=list)
+    dhcp: list[str] = field(default_factory=list)  # DHCP clients started or stopped
     # What revert() needs: the state before, how it was read, and the routes
     # of other programs a purge removes (not in the model), as they were.
     before: Model | None = field(default=None, repr=False)
@@ -93,7 +95,8 @@ class ApplyResult:
 
     def summary(self) -> dict[str, Any]:
         return {"operations": len(self.plan), "batches": len(self.plan.batches),
-                "requests": self.requests, "verified": self.verified, "dry_run": self.dry_run}
+                "requests": self.requests, "verified": self.verified, "dry_run": self.dry_run,
+                "dhcp": self.dhcp}
 
 
 # ---------------------------------------------------------------- what is compared
@@ -204,7 +207,8 @@ class _Scope:
         return view
 
     def operations(self, wanted: Model, current: Model) -> list[Operation]:
-        return diff(wanted, current) + foreign_route_removals(self.session.states, self.purge)
+        return diff(wanted, current) + foreign_route_removals(
+            self.session.states, self.purge, dhcp_devices(wanted))
 
     def foreign_routes(self) -> dict[str, list[tuple[ForeignRoute, str]]]:
         """Other programs' routes in purge namespaces, with their device names."""
@@ -248,14 +252,23 @@ def _creatable(kind: str) -> bool:
         return False
 
 
-def foreign_route_removals(states: Mapping[str, Any], purge: Collection[str]) -> list[Operation]:
-    """A route-del for each route of another program in the purge namespaces."""
+def dhcp_devices(model: Model) -> set[Key]:
+    """Interfaces a DHCP client configures: their routes are the client's."""
+    return {key for key, obj in model.interfaces.items() if dhcp_owned(obj)}
+
+
+def foreign_route_removals(states: Mapping[str, Any], purge: Collection[str],
+                           spared: Collection[Key] = ()) -> list[Operation]:
+    """A route-del for each route of another program in the purge namespaces,
+    but those through the ``spared`` devices (the DHCP client's)."""
     ops = []
     for netns in sorted(purge):
         state = states.get(netns)
         for foreign in state.foreign_routes if state is not None else ():
             route = foreign.route
             dev = state.names.get(route.oif, "") if route.oif is not None else ""
+            if (netns, dev) in spared:
+                continue
             params: dict[str, Any] = {"to": route.to}
             if route.via:
                 params["via"] = route.via
@@ -278,9 +291,15 @@ def _foreign_subject(route) -> str:
 # ---------------------------------------------------------------- apply, down, revert
 
 def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
-          dry_run: bool = False, selection: Selection | None = None) -> ApplyResult:
+          dry_run: bool = False, selection: Selection | None = None,
+          lowered: tuple[Model, Any] | None = None, narrow: bool = False) -> ApplyResult:
+    """``lowered``: lower(desired) done once by the caller (netcfgd keeps it
+    between passes). ``narrow``: with a selection, read only the namespaces
+    the selection reaches in the desired model (netcfgd's passes, whose cost
+    must not grow with the namespaces it did not touch); the CLI reads all."""
     with gc_paused():
-        target, lowering = lower(desired, enabled=lower_enabled)
+        target, lowering = lowered if lowered is not None else lower(desired,
+                                                                     enabled=lower_enabled)
         purge = {n for n, o in target.namespaces.items() if o.attrs.get("purge")}
         if selection:
             # Purge is a namespace's: only when whole namespaces are applied.
@@ -290,7 +309,15 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
             # Namespaces netcfg made that the config no longer names: read
             # them too, so the diff removes them (and what leads into them).
             namespaces += sorted(session.marked_namespaces(besides=namespaces))
+        if selection and narrow:
+            reached = {k[0] for k in selection.keys(target, Model())}
+            namespaces = [n for n in namespaces
+                          if n in reached or n in selection.namespaces]
         scope = _Scope(session, target, namespaces, frozenset(purge))
+        # A DHCP client whose interface is no longer dhcp deconfigures it when
+        # stopped (dhclient-script flushes its addresses): stop it before the
+        # state is read and written, start new ones once verified.
+        stopped = [] if dry_run else dhcp.stop_unwanted(target, namespaces, selection)
         before = scope.current()
         if selection:
             scope.selection, scope.keys = selection, selection.keys(target, before)
@@ -298,7 +325,18 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         kinds = {(n, name): kind for n in purge if n in session.states
                  for name, kind in session.states[n].kernel_kinds.items()}
         wanted, notes = purge_target(target, before, purge, kinds)
-    return _converge(wanted, before, scope, dry_run=dry_run, lowering=lowering, notes=notes)
+    try:
+        result = _converge(wanted, before, scope, dry_run=dry_run, lowering=lowering,
+                           notes=notes)
+    except ApplyFailed:
+        dhcp.restart(stopped)   # the revert restored their interfaces
+        raise
+    if not dry_run:
+        # Interfaces with `inet dhcp` are up and verified: the DHCP client
+        # takes them from here (netcfg/dhcp.py).
+        result.dhcp = [f"stopped {lease.describe()}" for lease in stopped]
+        result.dhcp += dhcp.start_wanted(target)
+    return result
 
 
 def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (),
@@ -324,7 +362,10 @@ def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (
     with gc_paused():
         before = scope.current()
         after = _without(before, set(targets), {n for n in targets if n in declared})
-    return _converge(after, before, scope, dry_run=dry_run)
+    result = _converge(after, before, scope, dry_run=dry_run)
+    if not dry_run:
+        result.dhcp = dhcp.release(targets)
+    return result
 
 
 def _without(model: Model, namespaces: set[str], dead: set[str]) -> Model:

@@ -96,6 +96,8 @@ def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -
         summary = result.summary()
         print(f"{verb}: {summary['operations']} operations in {summary['batches']} batches, "
               f"{summary['requests']} netlink requests, verified{extra}")
+        for line in result.dhcp:
+            print(f"{verb}: {line}")
 
 
 def cmd_apply(args: argparse.Namespace) -> int:

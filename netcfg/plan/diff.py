@@ -182,6 +182,13 @@ def is_up(obj: ConfigObject) -> bool:
     return obj.auto and not obj.attrs.get("link-down")
 
 
+def dhcp_owned(obj: ConfigObject) -> set[str]:
+    """The address families ("4", "6") a DHCP client configures on ``obj``
+    (method dhcp); netcfg leaves their addresses alone."""
+    return {family for method, family in (("inet", "4"), ("inet6", "6"))
+            if obj.attrs.get(method) == "dhcp"}
+
+
 def cycles_members(master: ConfigObject | None) -> bool:
     """Enslaving to (or releasing from) an L3 master (a VRF) takes an up
     device down and up again: the kernel drops its routes and its IPv6
@@ -458,6 +465,11 @@ class _Diff:
         had_addrs = cur.attrs.get("address", ()) if cur is not None else ()
         if key in self.cycled:
             had_addrs = [a for a in had_addrs if ":" not in a]
+        dhcp_families = dhcp_owned(obj)
+        if dhcp_families:
+            # The DHCP client owns that family's addresses (netcfg/dhcp.py).
+            had_addrs = [a for a in had_addrs
+                         if a in want_addrs or ("6" if ":" in a else "4") not in dhcp_families]
         if want_addrs != had_addrs:
             want_set, had_set = set(want_addrs), set(had_addrs)
             ops.extend(Operation(ADDR_DEL, netns, name, a)

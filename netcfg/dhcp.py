@@ -1,0 +1,238 @@
+"""`inet dhcp` / `inet6 dhcp`: hand the interface to the system's DHCP client
+in the interface's own namespace, as ifupdown does, and take it back.
+
+netcfg configures no address on a DHCP interface; it brings the link up and
+starts one client per (namespace, interface, family), which owns the
+addresses of that family from then on (the diff leaves them alone:
+plan/diff.py). The client is ISC dhclient (Debian's isc-dhcp-client).
+
+Why dhclient and not dhcpcd: dhclient takes its pid and lease files on the
+command line, so clients of `eth0` in two namespaces never share a file;
+dhcpcd names them after the interface only (/run/dhcpcd/eth0-4.pid), and two
+tenants' `eth0` would collide. dhcpcd is used only when dhclient is missing,
+and then only in the host's namespace (an error names the interface
+otherwise).
+
+Namespaces and DNS: a client in namespace NS runs under `ip netns exec NS`,
+which overlays /etc/netns/NS/* on /etc. netcfg makes sure
+/etc/netns/NS/resolv.conf exists first, so the DNS servers a tenant's DHCP
+server hands out land in that namespace's own resolv.conf and never in the
+host's /etc/resolv.conf.
+
+What is running is read from the pid files (never from memory), so a later
+`netcfg apply`, `netcfg down` or netcfgd finds the clients an earlier run
+started: a second apply starts nothing, and an interface that is no longer
+`dhcp` (or is gone) has its client stopped before any address is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Collection, Iterable
+
+from netcfg.compile.model import Model
+from netcfg.errors import NetcfgError
+from netcfg.plan.diff import dhcp_owned, is_up
+
+NETNS_ETC = "/etc/netns"
+
+
+class DhcpError(NetcfgError):
+    """A DHCP client could not be started or stopped."""
+
+
+@dataclass(frozen=True, order=True)
+class Lease:
+    """One DHCP client's job: an interface, a namespace and a family."""
+
+    netns: str
+    iface: str
+    family: str  # "4" or "6"
+
+    @property
+    def stem(self) -> str:
+        # "@" cannot start an interface name, so it stands for the root namespace.
+        return f"{self.netns or '@'}/{self.iface}.{self.family}"
+
+    def describe(self) -> str:
+        where = f" in netns {self.netns}" if self.netns else ""
+        return f"dhcp{'' if self.family == '4' else '6'} client for {self.iface}{where}"
+
+
+def wanted_leases(model: Model) -> set[Lease]:
+    """The clients a (lowered or not) model asks for: every up interface with
+    a dhcp method, per family."""
+    return {Lease(netns, name, family) for (netns, name), obj in model.interfaces.items()
+            if is_up(obj) for family in dhcp_owned(obj)}
+
+
+class DhcpClients:
+    """The DHCP clients netcfg started, found through their pid files under
+    ``directory`` (``<run dir>/dhcp``)."""
+
+    def __init__(self, directory: str, *, netns_etc: str = NETNS_ETC) -> None:
+        self.directory = directory
+        self.netns_etc = netns_etc
+
+    # ------------------------------------------------------------------ state
+
+    def running(self) -> set[Lease]:
+        """Clients whose pid file names a live process."""
+        found = set()
+        if not os.path.isdir(self.directory):
+            return found
+        for netns_dir in os.listdir(self.directory):
+            path = os.path.join(self.directory, netns_dir)
+            for entry in os.listdir(path):
+                stem, dot, suffix = entry.rpartition(".")
+                iface, _, family = stem.rpartition(".")
+                if suffix != "pid" or family not in ("4", "6") or not iface:
+                    continue
+                lease = Lease("" if netns_dir == "@" else netns_dir, iface, family)
+                if self._pid(lease) is not None:
+                    found.add(lease)
+        return found
+
+    def _path(self, lease: Lease, suffix: str) -> str:
+        return os.path.join(self.directory, f"{lease.stem}.{suffix}")
+
+    def _pid(self, lease: Lease) -> int | None:
+        """The client's pid if it is alive and still a DHCP client (a pid
+        file can outlive its process and the pid be reused)."""
+        try:
+            with open(self._path(lease, "pid")) as f:
+                pid = int(f.read().split()[0])
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if lease.iface.encode() in argv else None
+
+    # ------------------------------------------------------------------ changes
+
+    def stop_all(self, leases: Iterable[Lease]) -> list[Lease]:
+        stopped = sorted(leases)
+        for lease in stopped:
+            self.stop(lease)
+        return stopped
+
+    def start(self, lease: Lease) -> str:
+        os.makedirs(os.path.dirname(self._path(lease, "pid")), mode=0o700, exist_ok=True)
+        argv = self._client_argv(lease)
+        if lease.netns:
+            self._own_resolv_conf(lease.netns)
+            argv = ["ip", "netns", "exec", lease.netns, *argv]
+        self._call(argv, f"cannot start the {lease.describe()}")
+        return f"started {lease.describe()}"
+
+    def stop(self, lease: Lease) -> str:
+        """Stop a client; dhclient -x runs its script with reason STOP, which
+        removes the addresses it configured."""
+        pid = self._pid(lease)
+        if pid is not None and shutil.which("dhclient"):
+            argv = ["dhclient", f"-{lease.family}", "-x", "-pf", self._path(lease, "pid"),
+                    "-lf", self._path(lease, "leases"), lease.iface]
+            if lease.netns and os.path.exists(os.path.join("/run/netns", lease.netns)):
+                argv = ["ip", "netns", "exec", lease.netns, *argv]
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            if result.returncode != 0:
+                # The namespace or the interface is gone: nothing to deconfigure.
+                _kill(pid)
+        elif pid is not None:
+            _kill(pid)
+        for suffix in ("pid", "leases"):
+            try:
+                os.unlink(self._path(lease, suffix))
+            except FileNotFoundError:
+                pass
+        return f"stopped {lease.describe()}"
+
+    def _client_argv(self, lease: Lease) -> list[str]:
+        if shutil.which("dhclient"):
+            # -nw: go to the background at once (the lease arrives later, as
+            # with ifupdown's `ifup` of a dhcp interface without waiting).
+            return ["dhclient", f"-{lease.family}", "-nw", "-pf", self._path(lease, "pid"),
+                    "-lf", self._path(lease, "leases"), lease.iface]
+        if shutil.which("dhcpcd"):
+            if lease.netns:
+                raise DhcpError(f"{lease.describe()}: dhcpcd names its files after the "
+                                "interface only, so it cannot serve namespaces; install "
+                                "isc-dhcp-client (dhclient)")
+            return ["dhcpcd", f"-{lease.family}", "--background", lease.iface]
+        raise DhcpError(f"{lease.describe()}: no DHCP client found; install isc-dhcp-client "
+                        "(dhclient) or dhcpcd-base (dhcpcd)")
+
+    def _own_resolv_conf(self, netns: str) -> None:
+        path = os.path.join(self.netns_etc, netns, "resolv.conf")
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            with open(path, "a"):
+                pass
+            os.chmod(path, 0o644)
+
+    def _call(self, argv: list[str], failure: str) -> None:
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise DhcpError(f"{failure}: {exc}") from None
+        if result.returncode != 0:
+            detail = (result.stderr or result.stdout).strip().splitlines()
+            raise DhcpError(f"{failure}: {argv[0]} exited {result.returncode}"
+                            + (f": {detail[-1]}" if detail else ""))
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def clients() -> DhcpClients:
+    """The clients of this host's netcfg (pid files under the run directory)."""
+    from netcfg.confirm import run_dir
+
+    return DhcpClients(os.path.join(run_dir(), "dhcp"))
+
+
+def stop_unwanted(target: Model, namespaces: Collection[str], selection=None) -> list[Lease]:
+    """Before an apply of ``target`` over ``namespaces`` (or a selection of
+    them): stop the running clients there whose interface is no longer dhcp
+    (or gone). Returns what was stopped."""
+    scope = set(namespaces)
+    wanted = wanted_leases(target)
+
+    def considered(lease: Lease) -> bool:
+        if lease.netns not in scope:
+            return False
+        if selection is None:
+            return True
+        return lease.netns in selection.namespaces or lease.iface in selection.interfaces
+
+    registry = clients()
+    return registry.stop_all(lease for lease in registry.running() - wanted if considered(lease))
+
+
+def start_wanted(target: Model) -> list[str]:
+    """After a verified apply: start the clients ``target`` asks for that are
+    not running yet."""
+    registry = clients()
+    return [registry.start(lease) for lease in sorted(wanted_leases(target) - registry.running())]
+
+
+def restart(leases: Iterable[Lease]) -> None:
+    """After a reverted apply: the clients stopped before it run again."""
+    registry = clients()
+    for lease in leases:
+        registry.start(lease)
+
+
+def release(namespaces: Collection[str]) -> list[str]:
+    """`netcfg down`: stop the clients in ``namespaces``."""
+    registry = clients()
+    stopped = registry.stop_all(lease for lease in registry.running() if lease.netns in namespaces)
+    return [f"stopped {lease.describe()}" for lease in stopped]
