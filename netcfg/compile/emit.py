@@ -8,6 +8,7 @@ that their kind is inferred again on reading: a bridge without ports gets
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 
 from netcfg.compile.model import ConfigObject, Model
@@ -20,12 +21,47 @@ INDENT = "    "
 _METHOD_FIELDS = ("inet", "inet6")
 
 
-def emit_model(model: Model) -> str:
+# What the kernel gives every new device, left out of `netcfg show` (running
+# state reports them all): the diff manages only what a config writes, so
+# leaving them out changes nothing that `show | apply` does.
+KERNEL_DEFAULTS = {
+    "addr-gen-mode": "eui64", "disable-ipv6": False,
+    "bridge-stp": False, "bridge-mcsnoop": True, "bridge-ageing": 300,
+    "bridge-vlan-aware": False,
+}
+# A new device's MTU by kind; kinds not listed (vxlan: 1500 less its
+# headers, which depend on the underlay) always show theirs.
+DEFAULT_MTU = {"loopback": 65536, "vrf": 65575, "bridge": 1500, "veth": 1500,
+               "macvlan": 1500, "dummy": 1500, "bond": 1500, "vlan": 1500}
+
+
+def without_kernel_defaults(obj: ConfigObject, hidden_alias: str | None = None) -> ConfigObject:
+    """``obj`` (read from the kernel) less the attributes every new device of
+    its kind has anyway, and less ``hidden_alias`` on a loopback (netcfg's
+    own namespace mark)."""
+    attrs = {a: v for a, v in obj.attrs.items()
+             if not (a in KERNEL_DEFAULTS and KERNEL_DEFAULTS[a] == v)
+             and not (a == "mtu" and DEFAULT_MTU.get(obj.kind) == v)
+             and not (a == "alias" and obj.kind == "loopback" and v == hidden_alias)}
+    return obj if len(attrs) == len(obj.attrs) else dataclasses.replace(obj, attrs=attrs)
+
+
+def emit_model(model: Model, *, running: bool = False, netns_mark: str | None = None) -> str:
+    """Stanzas for ``model``. ``running``: the model is kernel state, printed
+    without the kernel's defaults (and without ``netns_mark``, the alias
+    netcfg puts on the loopback of namespaces it made)."""
     chunks: list[str] = []
     for name, obj in sorted(model.namespaces.items()):
         if obj.attrs or not obj.implicit:
             chunks.append(_emit_plain("netns", obj))
+    # `auto NAME` brings up NAME in every namespace (compile/build.py), so a
+    # down interface whose name is up elsewhere (a tenant's lo) says so.
+    up_somewhere = {obj.name for obj in model.interfaces.values() if obj.auto}
     for _, obj in sorted(model.interfaces.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        if running:
+            obj = without_kernel_defaults(obj, netns_mark)
+        if not obj.auto and obj.name in up_somewhere and "link-down" not in obj.attrs:
+            obj = dataclasses.replace(obj, attrs={**obj.attrs, "link-down": True})
         chunks.append(emit_interface(obj))
     for obj in (*model.volumes.values(), *model.targets.values()):
         chunks.append(_emit_plain(obj.section, obj))
