@@ -66,8 +66,13 @@ class Lease:
 def wanted_leases(model: Model) -> set[Lease]:
     """The clients a (lowered or not) model asks for: every up interface with
     a dhcp method, per family."""
-    return {Lease(netns, name, family) for (netns, name), obj in model.interfaces.items()
-            if is_up(obj) for family in dhcp_owned(obj)}
+    leases = set()
+    for (netns, name), obj in model.interfaces.items():
+        attrs = obj.attrs
+        # The common case first: most interfaces have no dhcp method at all.
+        if (attrs.get("inet") == "dhcp" or attrs.get("inet6") == "dhcp") and is_up(obj):
+            leases.update(Lease(netns, name, family) for family in dhcp_owned(obj))
+    return leases
 
 
 class DhcpClients:
