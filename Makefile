@@ -47,7 +47,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-test: venv ifupdown2-examples test-kernel test-vm
+test: venv ifupdown2-examples test-kernel test-vm test-dataplane
 	NETCFG_IFUPDOWN2_EXAMPLES=$(IFUPDOWN2_DIR)/usr/share/doc/ifupdown2/examples \
 	  $(PY) -m pytest -q tests/unit tests/golden
 
@@ -101,6 +101,27 @@ test-kernel: venv kernel-deps
 
 test-unit: venv
 	$(PY) -m pytest -q tests/unit tests/golden
+
+# The data path (daemon/dataplane, docs/dataplane.md): both crates' cargo
+# tests, a rebuild of the extension, then (root only, sandboxed like the
+# kernel tier) libiscsi's clients and compliance suite against the target.
+.PHONY: dataplane-deps test-dataplane
+DATAPLANE_PACKAGES := libiscsi-bin
+dataplane-deps:
+	@missing=$$(for p in $(DATAPLANE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for the data path tests: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+test-dataplane: venv dataplane-deps
+	cd daemon/dataplane && cargo test -q --no-default-features
+	cd daemon/dataplane/scsi && cargo test -q
+	$(PY) -m pip install -q -e .
+	@if [ "$$(id -u)" = 0 ]; then \
+	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/dataplane; \
+	else echo "test-dataplane: pytest tier skipped (needs root for namespaces)"; fi
 
 demo: venv
 	@echo "== render: $(EXAMPLE)"; $(NETCFG) render -c $(EXAMPLE) | head -30; echo "   ..."

@@ -3,6 +3,19 @@
 //! Built by `pip install .` (setuptools-rust) as the extension module
 //! `netcfgd._dataplane`; `cargo test --no-default-features` runs the crate's
 //! own tests without Python.
+//!
+//! Layout: `iscsi` is the protocol (pure: bytes in, bytes out); `registry`
+//! what is served; `reactor` the per-core epoll loops; `netns` the one
+//! thread that enters namespaces to make listeners; `dataplane` ties them
+//! together behind the API `python` exposes.
+
+pub mod dataplane;
+pub mod digest;
+pub mod iscsi;
+pub mod md5;
+pub mod netns;
+pub mod reactor;
+pub mod registry;
 
 #[cfg(feature = "python")]
 mod python;

@@ -1,0 +1,314 @@
+//! The data path as one object: namespaces, portals, volumes and targets in,
+//! event loops and the namespace helper underneath. `python.rs` exposes
+//! exactly this API; Rust tests use it directly.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use netcfgd_scsi::{LogicalUnit, LuOptions};
+
+use crate::iscsi::conn::Timers;
+use crate::iscsi::params::Limits;
+use crate::netns::NetnsHelper;
+use crate::reactor::{ListenerSpec, Reactor};
+use crate::registry::{self, Access, Namespace, Registry};
+
+/// A listening portal we made.
+struct Portal {
+    id: u64,
+    alive: Arc<AtomicBool>,
+    ns_identity: u64,
+    cookie: Option<u64>,
+}
+
+/// Options for `Dataplane::start`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Event loops; 0: one per CPU.
+    pub threads: usize,
+    pub timers: Timers,
+}
+
+/// A snapshot for `stats()`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub threads: usize,
+    pub counters: BTreeMap<&'static str, u64>,
+    /// (netns, iqn, sessions, luns)
+    pub targets: Vec<(String, String, u64, Vec<u64>)>,
+    /// (netns, portal, listener's SO_NETNS_COOKIE)
+    pub portals: Vec<(String, String, Option<u64>)>,
+    /// (name, identity)
+    pub namespaces: Vec<(String, u64)>,
+    pub volumes: Vec<(String, u64, u32)>,
+}
+
+pub struct Dataplane {
+    registry: Arc<Registry>,
+    reactor: Reactor,
+    helper: NetnsHelper,
+    portals: Mutex<HashMap<(String, SocketAddr), Portal>>,
+    next_listener: AtomicU64,
+    /// LUN -> volume name, per (netns, iqn): what set_target last asked for.
+    lun_maps: Mutex<HashMap<(String, String), BTreeMap<u64, String>>>,
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// FNV-1a: stable volume serials and NAA identifiers from names.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+impl Dataplane {
+    pub fn start(opts: Options) -> io::Result<Dataplane> {
+        let threads = if opts.threads == 0 {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        } else {
+            opts.threads
+        };
+        let registry = Arc::new(Registry::new());
+        let reactor = Reactor::start(threads, registry.clone(), Limits::default(), opts.timers)?;
+        let helper = NetnsHelper::start(registry.clone())?;
+        Ok(Dataplane {
+            registry,
+            reactor,
+            helper,
+            portals: Mutex::new(HashMap::new()),
+            next_listener: AtomicU64::new(0),
+            lun_maps: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Add a namespace (we keep a duplicate of `fd`). Re-adding a name with
+    /// the same identity changes nothing; with another identity the old
+    /// namespace's listeners and sessions close and its portals are
+    /// forgotten: add them again for the new one.
+    pub fn add_namespace(&self, name: &str, fd: RawFd, identity: u64) -> io::Result<()> {
+        if let Some(existing) = self.registry.namespace(name) {
+            if existing.identity == identity {
+                return Ok(());
+            }
+            self.remove_namespace(name);
+        }
+        // SAFETY: the caller's fd is valid for this call; we keep a duplicate.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?;
+        self.registry.add_namespace(Namespace {
+            name: name.to_string(),
+            identity,
+            fd,
+            alive: Arc::new(AtomicBool::new(true)),
+        });
+        Ok(())
+    }
+
+    /// Remove a namespace: its listeners and sessions close. Its targets stay
+    /// configured and are served again if the name comes back.
+    pub fn remove_namespace(&self, name: &str) -> bool {
+        if self.registry.remove_namespace(name).is_none() {
+            return false;
+        }
+        let mut portals = self.portals.lock().unwrap_or_else(|e| e.into_inner());
+        let gone: Vec<_> = portals.keys().filter(|(n, _)| n == name).cloned().collect();
+        for key in gone {
+            if let Some(p) = portals.remove(&key) {
+                p.alive.store(false, Ordering::Release);
+                self.reactor.remove_listener(p.id);
+            }
+        }
+        drop(portals);
+        self.reactor.sweep();
+        true
+    }
+
+    /// Listen on `addr` inside namespace `netns` (made on the helper thread).
+    pub fn add_portal(&self, netns: &str, addr: SocketAddr) -> io::Result<()> {
+        let ns = self
+            .registry
+            .namespace(netns)
+            .ok_or_else(|| invalid(format!("namespace {netns:?} is not known to the data path; add it first")))?;
+        let key = (netns.to_string(), addr);
+        if let Some(p) = self.portals.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            if p.ns_identity == ns.identity {
+                return Ok(());
+            }
+        }
+        let made = self.helper.listen(ns.clone(), addr).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot listen on {addr} in namespace {netns:?}: {e}"))
+        })?;
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        let alive = Arc::new(AtomicBool::new(true));
+        self.reactor.add_listener(ListenerSpec {
+            id,
+            listener: made.listener,
+            netns: netns.to_string(),
+            ns_identity: ns.identity,
+            ns_alive: ns.alive.clone(),
+            portal_alive: alive.clone(),
+        });
+        let old = self.portals.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            key,
+            Portal { id, alive, ns_identity: ns.identity, cookie: made.cookie },
+        );
+        if let Some(old) = old {
+            old.alive.store(false, Ordering::Release);
+            self.reactor.remove_listener(old.id);
+        }
+        Ok(())
+    }
+
+    /// Stop listening on a portal; the sessions that came through it close.
+    pub fn remove_portal(&self, netns: &str, addr: SocketAddr) -> bool {
+        let p = self.portals.lock().unwrap_or_else(|e| e.into_inner()).remove(&(netns.to_string(), addr));
+        match p {
+            Some(p) => {
+                p.alive.store(false, Ordering::Release);
+                self.reactor.remove_listener(p.id);
+                self.reactor.sweep();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Open (or create, sparse, when `size` is given and the file is missing)
+    /// a backing file or block device as a volume.
+    pub fn add_volume(&self, name: &str, path: &Path, size: Option<u64>, block_size: u32, read_only: bool) -> io::Result<()> {
+        let h = fnv1a(name);
+        let opts = LuOptions {
+            block_size,
+            size_bytes: size,
+            read_only,
+            serial: format!("{:016x}", h),
+            // NAA 3: locally assigned (SPC-4 7.8.6.6.3).
+            naa: (3u64 << 60) | (h & 0x0fff_ffff_ffff_ffff),
+        };
+        let lu = LogicalUnit::open(path, opts)
+            .map_err(|e| io::Error::new(e.kind(), format!("volume {name}: cannot open {}: {e}", path.display())))?;
+        self.registry.add_volume(name, Arc::new(lu));
+        Ok(())
+    }
+
+    pub fn remove_volume(&self, name: &str) -> io::Result<()> {
+        let maps = self.lun_maps.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(((netns, iqn), _)) = maps.iter().find(|(_, m)| m.values().any(|v| v == name)) {
+            return Err(invalid(format!(
+                "volume {name} is still exported by target {iqn} (namespace {netns:?}); remove it from the target first"
+            )));
+        }
+        drop(maps);
+        self.registry.remove_volume(name);
+        Ok(())
+    }
+
+    /// Create or update a target. Sessions of other targets are untouched;
+    /// this target's sessions keep running with the new LUN map (access
+    /// rules apply from the next login).
+    pub fn set_target(&self, netns: &str, iqn: &str, luns: &BTreeMap<u64, String>, access: Access) -> io::Result<()> {
+        let mut volumes = BTreeMap::new();
+        for (lun, vol) in luns {
+            let lu = self
+                .registry
+                .volume(vol)
+                .ok_or_else(|| invalid(format!("target {iqn}: LUN {lun} names volume {vol:?}, which is not added")))?;
+            volumes.insert(*lun, lu);
+        }
+        let (entry, _new) = self.registry.target_entry(netns, iqn);
+        *entry.access.write().unwrap_or_else(|e| e.into_inner()) = access;
+        let mut maps = self.lun_maps.lock().unwrap_or_else(|e| e.into_inner());
+        let current = maps.entry((netns.to_string(), iqn.to_string())).or_default();
+        let mut block_sizes = registry::write(&entry.block_sizes);
+        for lun in current.keys().filter(|l| !luns.contains_key(l)).cloned().collect::<Vec<_>>() {
+            entry.scsi.remove_lun(lun);
+            current.remove(&lun);
+            block_sizes.remove(&lun);
+        }
+        for (lun, lu) in volumes {
+            let name = &luns[&lun];
+            if current.get(&lun) != Some(name) {
+                block_sizes.insert(lun, lu.block_size());
+                entry.scsi.add_lun(lun, lu);
+                current.insert(lun, name.clone());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn remove_target(&self, netns: &str, iqn: &str) -> bool {
+        self.lun_maps.lock().unwrap_or_else(|e| e.into_inner()).remove(&(netns.to_string(), iqn.to_string()));
+        let removed = self.registry.remove_target(netns, iqn).is_some();
+        if removed {
+            self.reactor.sweep();
+        }
+        removed
+    }
+
+    pub fn stats(&self) -> Stats {
+        let c = &self.registry.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let counters = BTreeMap::from([
+            ("setns_calls", get(&c.setns_calls)),
+            ("pdus_in", get(&c.pdus_in)),
+            ("pdus_out", get(&c.pdus_out)),
+            ("bytes_in", get(&c.bytes_in)),
+            ("bytes_out", get(&c.bytes_out)),
+            ("scsi_commands", get(&c.scsi_commands)),
+            ("read_bytes", get(&c.read_bytes)),
+            ("write_bytes", get(&c.write_bytes)),
+            ("logins", get(&c.logins)),
+            ("login_failures", get(&c.login_failures)),
+            ("connections", get(&c.connections)),
+            ("connections_closed", get(&c.connections_closed)),
+            ("protocol_errors", get(&c.protocol_errors)),
+            ("digest_errors", get(&c.digest_errors)),
+            ("nops_sent", get(&c.nops_sent)),
+        ]);
+        let targets = self
+            .registry
+            .targets()
+            .iter()
+            .map(|t| (t.netns.clone(), t.iqn.clone(), t.sessions.load(Ordering::Relaxed), t.scsi.luns()))
+            .collect();
+        let mut portals: Vec<_> = self
+            .portals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|((ns, addr), p)| (ns.clone(), addr.to_string(), p.cookie))
+            .collect();
+        portals.sort();
+        let mut namespaces: Vec<_> = self.registry.namespaces().iter().map(|n| (n.name.clone(), n.identity)).collect();
+        namespaces.sort();
+        let mut volumes: Vec<_> = self
+            .registry
+            .volume_names()
+            .into_iter()
+            .filter_map(|n| self.registry.volume(&n).map(|lu| (n, lu.blocks(), lu.block_size())))
+            .collect();
+        volumes.sort();
+        Stats { threads: self.reactor.threads(), counters, targets, portals, namespaces, volumes }
+    }
+
+    /// Close every connection and listener and stop the threads.
+    pub fn shutdown(&self) {
+        self.reactor.stop();
+        self.helper.stop();
+    }
+}
+
+impl Drop for Dataplane {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

@@ -1,0 +1,85 @@
+"""Run the embedded iSCSI target alone, from a netcfg config's volume and
+target stanzas, until SIGTERM or SIGINT. For tests, benchmarks and trying it
+out; netcfgd embeds the same data path.
+
+    python -m netcfgd.target -c /etc/netcfg/storage.tmpl [--threads N]
+
+Targets are served in the namespaces their stanzas name, which must exist
+(`/run/netns/NAME`; the host's namespace when no `netns` is given). Exit
+codes: 0 stopped by a signal, 1 invalid config or cannot serve it, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, NetcfgError
+from netcfg.kernel.ns import NetnsDir
+
+from netcfgd.dataplane import DataplaneError, TargetService
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m netcfgd.target", description=__doc__.split("\n\n")[0])
+    p.add_argument("-c", "--config", required=True, help="config file or directory (volume/target stanzas)")
+    p.add_argument("--threads", type=int, default=None, help="event loops (default: one per CPU)")
+    p.add_argument("--netns-dir", default="/run/netns", help="where named namespaces are (default /run/netns)")
+    p.add_argument("--ping-idle", type=float, default=10.0, help="seconds before an idle connection gets a NOP-In")
+    p.add_argument("--stats-on-exit", action="store_true", help="print stats() as JSON when stopping")
+    return p.parse_args(argv)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from netcfgd._dataplane import Dataplane
+
+    compiled = compile_config(ConfigSource(args.config))
+    model = compiled.model
+    if not model.targets:
+        raise DataplaneError(f"{args.config}: no target stanzas; nothing to serve")
+    netns_dir = NetnsDir(args.netns_dir)
+    dp = Dataplane(threads=args.threads, ping_idle=args.ping_idle)
+    service = TargetService(dp)
+    held = []
+    try:
+        for name in service.namespaces_needed(model):
+            netns = netns_dir.open(name)
+            held.append(netns)
+            service.add_namespace(netns)
+        service.apply(model)
+        for (netns, iqn), spec in sorted(service.targets.items()):
+            where = f"netns {netns}" if netns else "host netns"
+            portals = ", ".join(f"{a}:{p}" for a, p in spec.portals)
+            print(f"serving {iqn} ({where}) on {portals}", file=sys.stderr, flush=True)
+        signals = {signal.SIGTERM, signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+        signal.sigwait(signals)
+        if args.stats_on_exit:
+            print(json.dumps(dp.stats(), indent=1, sort_keys=True))
+        return 0
+    finally:
+        dp.shutdown()
+        for netns in held:
+            netns.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as e:
+        return EXIT_USAGE if e.code else 0
+    try:
+        return serve(args)
+    except NetcfgError as e:
+        print(f"netcfgd.target: {e}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    except OSError as e:
+        print(f"netcfgd.target: {e}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+
+
+if __name__ == "__main__":
+    sys.exit(main())
