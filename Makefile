@@ -60,7 +60,7 @@ test: venv ifupdown2-examples test-kernel test-vm test-dataplane
 # VM the tests run in a private network namespace as on the host.
 VM_KERNEL_PKG := linux-image-6.12-amd64
 VM_PACKAGES := $(VM_KERNEL_PKG) qemu-system-x86 busybox-static iputils-ping
-VM_TESTS := tests/kernel/test_vm_kinds.py \
+VM_TESTS := tests/kernel/test_vm_kinds.py tests/kernel/test_vm_vni.py \
 	tests/kernel/test_read.py::test_vlan_aware_bridge_port_vlans_and_vni_map \
 	tests/kernel/test_read.py::test_vlan_vrf_bond_and_dummy
 vm-deps: venv

@@ -10,7 +10,8 @@ from netcfg.compile.location import NOWHERE, SourceLocation
 from netcfg.compile.model import ConfigObject, Model
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
                              LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL, Operation)
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL,
+                             VNI_ADD, VNI_DEL, Operation)
 
 # The attribute that asked for what an operation repairs, and the sentence
 # saying what differs ({label}, {subject} and {params} filled in).
@@ -32,6 +33,10 @@ _EXPLAIN: dict[str, tuple[str | None, str]] = {
     VLAN_DEL: ("bridge-vids", "{label}: bridge VLANs {params} are set but not configured"),
     VNI_ADD: ("bridge-vlan-vni-map", "{label}: VNIs {params} are configured but not set"),
     VNI_DEL: ("bridge-vlan-vni-map", "{label}: VNIs {params} are set but not configured"),
+    VLAN_TUNNEL_ADD: ("bridge-vlan-vni-map",
+                      "{label}: VLAN-to-VNI mappings {params} are configured but not set"),
+    VLAN_TUNNEL_DEL: ("bridge-vlan-vni-map",
+                      "{label}: VLAN-to-VNI mappings {params} are set but not configured"),
 }
 
 

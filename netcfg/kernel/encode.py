@@ -25,6 +25,10 @@ taught by the kernel (tests/kernel/test_encode.py), not by the headers alone:
 - Bridge port options and port VLANs go as AF_BRIDGE RTM_SETLINK/RTM_DELLINK
   (rtnl_bridge_setlink); an AF_BRIDGE RTM_NEWLINK is an ordinary link request
   that ignores IFLA_PROTINFO.
+- VLAN-to-VNI mappings (IFLA_BRIDGE_VLAN_TUNNEL_INFO, same messages) need
+  the port's vlan_tunnel flag and the VLAN on the port, else EINVAL; their
+  nests go without NLA_F_NESTED, as iproute2 sends them (the kernel parses
+  them leniently). Checked in the VM tier (tests/kernel/test_vm_vni.py).
 
 Not netlink, so not encoded (empty list): netns-add / netns-del (the applier
 does them with ns.py), and ``disable-ipv6`` in link-add / link-set params,
@@ -60,7 +64,9 @@ from netcfg.kernel.nlmsg import (
     IFA_LOCAL, IFF_UP, IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE, IFLA_BOND_MIIMON,
     IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE, IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME,
     IFLA_BR_MCAST_SNOOPING, IFLA_BR_MULTI_BOOLOPT, IFLA_BR_STP_STATE, IFLA_BR_VLAN_DEFAULT_PVID,
-    IFLA_BR_VLAN_FILTERING, IFLA_BRIDGE_VLAN_INFO, IFLA_BRPORT_LEARNING, IFLA_GROUP,
+    IFLA_BR_VLAN_FILTERING, IFLA_BRIDGE_VLAN_INFO, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
+    IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO, IFLA_BRIDGE_VLAN_TUNNEL_VID,
+    IFLA_BRPORT_LEARNING, IFLA_BRPORT_VLAN_TUNNEL, IFLA_GROUP,
     IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE, IFLA_LINK, IFLA_LINK_NETNSID,
     IFLA_MACVLAN_MODE, IFLA_MASTER, IFLA_MTU, IFLA_NET_NS_FD, IFLA_PROTINFO, IFLA_VLAN_ID,
     IFLA_VLAN_PROTOCOL, IFLA_VRF_TABLE, IFLA_VXLAN_COLLECT_METADATA, IFLA_VXLAN_GROUP,
@@ -79,7 +85,8 @@ from netcfg.kernel.nlmsg import (
 from netcfg.kernel.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
                              LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL, Operation)
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL,
+                             VNI_ADD, VNI_DEL, Operation)
 
 CREATE = NLM_F_CREATE | NLM_F_EXCL
 
@@ -251,12 +258,6 @@ BOND_XMIT_HASH_POLICIES = {
     "encap3+4": BOND_XMIT_POLICY_ENCAP34, "vlan+srcmac": BOND_XMIT_POLICY_VLAN_SRCMAC,
 }
 
-# Marks a link-add param that another operation carries: encoding it here too
-# would do the work twice. vxlan.create_params lists a vnifilter device's VNIs,
-# and the diff emits vni-add for the same VNIs.
-CARRIED_ELSEWHERE: Encoder = lambda v: b""   # noqa: E731
-
-
 # ---------------------------------------------------------------- per-kind IFLA_INFO_DATA
 # Kind -> create_params key -> encoder. Every key a kind's create_params can
 # emit is here; a key missing from its kind's table is an EncodeError.
@@ -281,7 +282,6 @@ INFO_DATA: dict[str, dict[str, Encoder]] = {
         "learning": _u8(IFLA_VXLAN_LEARNING),
         "external": _u8(IFLA_VXLAN_COLLECT_METADATA),
         "vnifilter": _u8(IFLA_VXLAN_VNIFILTER),
-        "vnis": CARRIED_ELSEWHERE,
     },
     "macvlan": {"mode": _choice(MACVLAN_MODES, _u32, IFLA_MACVLAN_MODE)},
     "bond": {
@@ -339,6 +339,9 @@ SETTINGS: dict[str, Setting] = {
     "vxlan-remoteip": Setting(INFO, _first_ip(IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6),
                               kind="vxlan", reset=NO_RESET),
     "bridge-learning": Setting(PORT, _u8(IFLA_BRPORT_LEARNING), reset=True),
+    # Not a config attribute: the diff implies it on a port with a VLAN-to-VNI
+    # map (diff.VLAN_TUNNEL), as ifupdown2 does.
+    "vlan_tunnel": Setting(PORT, _u8(IFLA_BRPORT_VLAN_TUNNEL), reset=False),
 }
 
 # link-add params naming other devices (diff.LOWER_PARAM, diff.PEER_PARAM, ...).
@@ -414,8 +417,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
         elif param == PEER and kind == "veth":
             data.append(_veth_peer(op, ctx))
         elif param in table:
-            if table[param] is not CARRIED_ELSEWHERE:
-                data.append(_value(op, param, table[param], value))
+            data.append(_value(op, param, table[param], value))
         elif param in SETTINGS and SETTINGS[param].place in (LINK, SYSCTL):
             setting = SETTINGS[param]
             if setting.place == SYSCTL:
@@ -701,6 +703,83 @@ def _vni_del(op: Operation, ctx: EncodeContext) -> list[Request]:
     return [Request(RTM_DELTUNNEL, 0, _vni_entries(op, ctx), tag=op)]
 
 
+# ---------------------------------------------------------------- VLAN-to-VNI mappings
+VLAN_IDS, VNI_IDS = (1, 4094), (1, 0xFFFFFF)
+
+
+def _tunnel_spans(op: Operation) -> list[tuple[int, int, int]]:
+    """``map`` items (``10-41=10010-10041``, ``50=20050``) as (vid, last vid, vni)."""
+    spans = []
+    for item in op.params.get("map") or ():
+        vlans, sep, vnis = str(item).partition("=")
+        try:
+            if not sep:
+                raise ValueError(item)
+            (vid, vid_end), (vni, vni_end) = _span(vlans), _span(vnis)
+        except ValueError:
+            raise EncodeError(op, "map", f"{item!r} is not VLANS=VNIS (10-41=10010-10041)") \
+                from None
+        if vid_end - vid != vni_end - vni:
+            raise EncodeError(op, "map", f"{item!r} maps {vid_end - vid + 1} VLANs to "
+                                         f"{vni_end - vni + 1} VNIs; a range maps one to one")
+        for (first, last), (low, high), what in (((vid, vid_end), VLAN_IDS, "VLAN ids"),
+                                                ((vni, vni_end), VNI_IDS, "VNIs")):
+            if not low <= first <= last <= high:
+                raise EncodeError(op, "map", f"{what} are {low}-{high}, got {first}-{last}")
+        spans.append((vid, vid_end, vni))
+    if not spans:
+        raise EncodeError(op, "map", "lists no VLAN-to-VNI mapping")
+    return spans
+
+
+def _span(text: str) -> tuple[int, int]:
+    first, _, last = text.partition("-")
+    return int(first), int(last or first)
+
+
+def _tunnel_info(vid: int, vni: int, flags: int) -> bytes:
+    """One IFLA_BRIDGE_VLAN_TUNNEL_INFO. The flags attribute goes even when 0,
+    as iproute2 sends it; the kernel reads the nest without NLA_F_NESTED."""
+    return nested(IFLA_BRIDGE_VLAN_TUNNEL_INFO, [
+        rtattr_u32(IFLA_BRIDGE_VLAN_TUNNEL_ID, vni),
+        rtattr(IFLA_BRIDGE_VLAN_TUNNEL_VID, struct.pack("=H", vid)),
+        rtattr(IFLA_BRIDGE_VLAN_TUNNEL_FLAGS, struct.pack("=H", flags))])
+
+
+def _vlan_tunnel_info(op: Operation, ctx: EncodeContext) -> bytes:
+    """AF_BRIDGE ifinfomsg + IFLA_AF_SPEC of tunnel infos, a range as a
+    RANGE_BEGIN entry and a RANGE_END entry: the kernel walks both sides of a
+    range together (br_process_vlan_tunnel_info) and refuses a VLAN range
+    and a VNI range of different lengths (EINVAL)."""
+    _only(op, ("map",))
+    entries = []
+    for vid, vid_end, vni in _tunnel_spans(op):
+        if vid == vid_end:
+            entries.append(_tunnel_info(vid, vni, 0))
+        else:
+            entries.append(_tunnel_info(vid, vni, BRIDGE_VLAN_INFO_RANGE_BEGIN))
+            entries.append(_tunnel_info(vid_end, vni + vid_end - vid, BRIDGE_VLAN_INFO_RANGE_END))
+    return ifinfomsg(_index(op, ctx), family=AF_BRIDGE) + nested(IFLA_AF_SPEC, entries)
+
+
+def _vlan_tunnel_add(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge vlan add dev VXLAN vid 10-41 tunnel_info id 10010-10041`.
+
+    The port needs vlan_tunnel on and the VLANs (EINVAL otherwise); a VLAN
+    already mapped answers EEXIST, even to the same VNI.
+    """
+    return [Request(RTM_SETLINK, 0, _vlan_tunnel_info(op, ctx), tag=op)]
+
+
+def _vlan_tunnel_del(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge vlan del dev VXLAN vid 10-41 tunnel_info id 10010-10041`.
+
+    The kernel wants the VNIs too (the attribute is mandatory and a range's
+    lengths are checked), though it removes a VLAN's mapping whatever it is.
+    """
+    return [Request(RTM_DELLINK, 0, _vlan_tunnel_info(op, ctx), tag=op)]
+
+
 def _not_netlink(op: Operation, ctx: EncodeContext) -> list[Request]:
     return []
 
@@ -714,4 +793,5 @@ ENCODERS: dict[str, Callable[[Operation, EncodeContext], list[Request]]] = {
     ROUTE_ADD: _route_add, ROUTE_DEL: _route_del,
     VLAN_ADD: _vlan_add, VLAN_DEL: _vlan_del,
     VNI_ADD: _vni_add, VNI_DEL: _vni_del,
+    VLAN_TUNNEL_ADD: _vlan_tunnel_add, VLAN_TUNNEL_DEL: _vlan_tunnel_del,
 }

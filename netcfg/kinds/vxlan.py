@@ -122,7 +122,9 @@ class Vxlan(Kind):
         params = {"port": obj.attrs.get(PORT, DEFAULT_PORT)}
         if obj.attrs.get(VNIFILTER):
             # Metadata mode: the bridge's VLAN-to-tunnel map picks the VNI.
-            params.update(external=True, vnifilter=True, vnis=sorted(v for _, v in vni_map(obj)))
+            # The VNIs themselves are not create-time state: vni-add operations
+            # carry them (RTM_NEWTUNNEL), on a new device as on an existing one.
+            params.update(external=True, vnifilter=True)
         else:
             params["id"] = obj.attrs.get(VNI)
         if LOCAL in obj.attrs:

@@ -25,7 +25,8 @@ from netcfg.kinds import registry
 from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Trait
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
                              LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL, Operation)
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL,
+                             VNI_ADD, VNI_DEL, Operation)
 
 Key = tuple[str, str]
 Interval = tuple[int, int]
@@ -40,7 +41,7 @@ HANDLED_ELSEWHERE = frozenset({
     "netns", "link-type",                          # identity and kind
     "link-down",                                   # link-up/link-down
     "bridge-vids", "bridge-pvid", "bridge-access",  # vlan-*
-    "bridge-vlan-vni-map",                         # vlan-*, vni-*
+    "bridge-vlan-vni-map",                         # vlan-*, vni-*, vlan-tunnel-*
     # The ifupdown method is not kernel state: static/manual/loopback change
     # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
     "inet", "inet6",
@@ -59,6 +60,10 @@ PEER_PARAM, PEER_NETNS_PARAM = "peer", "peer_netns"
 VLAN_AWARE = "bridge-vlan-aware"
 PORT_VIDS, PORT_PVID, PORT_ACCESS = "bridge-vids", "bridge-pvid", "bridge-access"
 VNI_MAP, VNIFILTER = "bridge-vlan-vni-map", "vxlan-vnifilter"
+# The bridge port flag a VLAN-to-VNI mapping needs (IFLA_BRPORT_VLAN_TUNNEL).
+# Implied by bridge-vlan-vni-map, as ifupdown2 does: it has no attribute for
+# it, so neither has netcfg; a port link-set carries it under iproute2's name.
+VLAN_TUNNEL = "vlan_tunnel"
 VRF, VRF_TABLE = "vrf", "vrf-table"
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
 
@@ -140,6 +145,36 @@ def _map_side(obj: ConfigObject, side: int) -> list[Interval]:
     return _intervals(item.split("=")[side] for item in obj.attrs.get(VNI_MAP, ()))
 
 
+# A VLAN-to-VNI map as {offset: VLAN intervals}: VLAN v maps to VNI v + offset.
+# Ranges whose VLANs and VNIs both run on share an offset, so set operations
+# on maps are the interval ones, per offset (``10-41=10010-10041`` is one
+# interval, not 32 pairs).
+TunnelMap = dict[int, list[Interval]]
+
+
+def tunnel_map(items: Iterable[str] | None) -> TunnelMap:
+    """``["10-41=10010-10041", "50=20050"]`` -> ``{10000: [(10, 41)], 20000: [(50, 50)]}``."""
+    spans: dict[int, list[Interval]] = {}
+    for item in items or ():
+        vlans, _, vnis = str(item).partition("=")
+        (first, last), = _intervals([vlans])
+        vni = int(vnis.partition("-")[0])
+        spans.setdefault(vni - first, []).append((first, last))
+    return {offset: _merge(vlans) for offset, vlans in spans.items()}
+
+
+def tunnel_texts(mapping: TunnelMap) -> list[str]:
+    """A map as bridge-vlan-vni-map items, by VLAN: ``["10-41=10010-10041"]``."""
+    spans = sorted((f, l, offset) for offset, vlans in mapping.items() for f, l in vlans)
+    return [f"{f}={f + d}" if f == l else f"{f}-{l}={f + d}-{l + d}" for f, l, d in spans]
+
+
+def _tunnel_subtract(a: TunnelMap, b: TunnelMap) -> TunnelMap:
+    """Mappings of a that b does not have (the same VLAN to the same VNI)."""
+    out = {offset: _subtract(vlans, b.get(offset, [])) for offset, vlans in a.items()}
+    return {offset: vlans for offset, vlans in out.items() if vlans}
+
+
 # ---------------------------------------------------------------- per-attribute meanings
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +209,14 @@ def port_vlans(port: ConfigObject, bridge: ConfigObject | None) -> PortVlans:
 def vnis(obj: ConfigObject) -> list[Interval]:
     """VNIs of a vnifilter vxlan; [] for every other device."""
     return _map_side(obj, 1) if obj.attrs.get(VNIFILTER) else []
+
+
+def port_tunnels(port: ConfigObject, bridge: ConfigObject | None) -> TunnelMap:
+    """VLAN-to-VNI mappings of a vnifilter vxlan on a VLAN-aware bridge; {}
+    for every other port (the kernel keeps them per bridge port)."""
+    if bridge is None or not bridge.attrs.get(VLAN_AWARE) or not port.attrs.get(VNIFILTER):
+        return {}
+    return tunnel_map(port.attrs.get(VNI_MAP))
 
 
 def is_up(obj: ConfigObject) -> bool:
@@ -317,6 +360,8 @@ class _Diff:
         self.c = _Side(current, kinds)
         self.ops: list[Operation] = []
         self.port_attributes = _port_attributes()
+        # Each device's link-set of port attributes, to add implied ones to.
+        self.port_sets: dict[Key, Operation] = {}
 
     def run(self) -> list[Operation]:
         self.namespaces()
@@ -451,6 +496,12 @@ class _Diff:
             had_vlans = port_vlans(cur, c.ifaces.get(had_master))
         if want_vlans != had_vlans:
             self.vlans(key, want_vlans, had_vlans)
+        want_tunnels = port_tunnels(obj, d.ifaces.get(want_master))
+        had_tunnels: TunnelMap = {}
+        if want_master == had_master and cur is not None:
+            had_tunnels = port_tunnels(cur, c.ifaces.get(had_master))
+        if want_tunnels != had_tunnels:
+            self.tunnels(key, want_tunnels, had_tunnels)
         want_vnis = vnis(obj)
         had_vnis = vnis(cur) if cur is not None else []
         if want_vnis != had_vnis:
@@ -511,7 +562,16 @@ class _Diff:
             if link:
                 self.ops.append(Operation(LINK_SET, key[0], key[1], params=link))
             if port:
-                self.ops.append(Operation(LINK_SET, key[0], key[1], PORT_SUBJECT, params=port))
+                self.port_set(key, port)
+
+    def port_set(self, key: Key, params: dict[str, Any]) -> None:
+        """Port attributes in the device's one port link-set (the planner
+        keeps one operation per action, device and subject)."""
+        op = self.port_sets.get(key)
+        if op is None:
+            op = self.port_sets[key] = Operation(LINK_SET, key[0], key[1], PORT_SUBJECT)
+            self.ops.append(op)
+        op.params.update(params)
 
     def creates_itself(self, key: Key, obj: ConfigObject) -> bool:
         for ref in self.d.refs[key]:
@@ -559,6 +619,25 @@ class _Diff:
             if untagged:
                 params["untagged"] = untagged
             self.ops.append(Operation(VLAN_ADD, netns, name, params=params))
+
+    def tunnels(self, key: Key, want: TunnelMap, had: TunnelMap) -> None:
+        """VLAN-to-VNI mappings: removed and added as ranges. A VLAN mapped to
+        another VNI is removed first (the kernel answers EEXIST to a second
+        mapping of a VLAN)."""
+        netns, name = key
+        removed, added = _tunnel_subtract(had, want), _tunnel_subtract(want, had)
+        if removed:
+            self.ops.append(Operation(VLAN_TUNNEL_DEL, netns, name,
+                                      params={"map": tunnel_texts(removed)}))
+        if added:
+            if not had:
+                # The kernel refuses mappings on a port without the flag and
+                # drops them all when it goes off, so a port with none may
+                # have it off. Once on it stays on, as with ifupdown2: without
+                # mappings it changes nothing.
+                self.port_set(key, {VLAN_TUNNEL: True})
+            self.ops.append(Operation(VLAN_TUNNEL_ADD, netns, name,
+                                      params={"map": tunnel_texts(added)}))
 
     # -- routes
 

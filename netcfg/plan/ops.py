@@ -17,16 +17,19 @@ LINK_ADD, LINK_DEL, LINK_SET = "link-add", "link-del", "link-set"
 MASTER_SET, MASTER_UNSET = "master-set", "master-unset"
 VLAN_ADD, VLAN_DEL = "vlan-add", "vlan-del"   # bridge port VLANs (ranges)
 VNI_ADD, VNI_DEL = "vni-add", "vni-del"       # vnifilter VNIs (ranges)
+# VLAN-to-VNI mappings of a vnifilter vxlan's bridge port (ranges).
+VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL = "vlan-tunnel-add", "vlan-tunnel-del"
 ADDR_ADD, ADDR_DEL = "addr-add", "addr-del"
 LINK_UP, LINK_DOWN = "link-up", "link-down"
 ROUTE_ADD, ROUTE_DEL = "route-add", "route-del"
 
 ACTIONS = (
-    NETNS_DEL, ROUTE_DEL, ADDR_DEL, VNI_DEL, VLAN_DEL, MASTER_UNSET, LINK_DOWN, LINK_DEL,
-    NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD, ADDR_ADD, LINK_UP, ROUTE_ADD,
+    NETNS_DEL, ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL, MASTER_UNSET, LINK_DOWN,
+    LINK_DEL, NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD, VLAN_TUNNEL_ADD,
+    ADDR_ADD, LINK_UP, ROUTE_ADD,
 )
-REMOVALS = frozenset({NETNS_DEL, ROUTE_DEL, ADDR_DEL, VNI_DEL, VLAN_DEL, MASTER_UNSET,
-                      LINK_DOWN, LINK_DEL})
+REMOVALS = frozenset({NETNS_DEL, ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL,
+                      MASTER_UNSET, LINK_DOWN, LINK_DEL})
 
 # How the text form of a plan marks each action.
 SIGILS = {a: ("-" if a in REMOVALS else "+") for a in ACTIONS}

@@ -23,8 +23,8 @@ from netcfg.plan.diff import (LOWER_NETNS_PARAM, LOWER_PARAM, PEER_NETNS_PARAM, 
 from netcfg.plan.graph import CycleError, layered_order
 from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN,
                              LINK_SET, LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL,
-                             REMOVALS, ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL,
-                             Operation)
+                             REMOVALS, ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
+                             VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL, Operation)
 
 Key = tuple[str, str]
 Relation = Callable[[Operation], Iterable[Key]]
@@ -116,11 +116,17 @@ ADDITION_RULES: tuple[Rule, ...] = (
     # Port VLANs once it is a port; VNIs once the vxlan exists.
     *_rules([VLAN_ADD], [LINK_ADD, MASTER_SET], same_device),
     Rule(VNI_ADD, LINK_ADD, same_device),
+    # A VLAN-to-VNI mapping needs its VLAN on the port (the kernel answers
+    # EINVAL otherwise), the port's vlan_tunnel flag (a port link-set; EINVAL
+    # too), and its VNI in the vnifilter (else the mapped traffic is dropped).
+    *_rules([VLAN_TUNNEL_ADD], [LINK_ADD, MASTER_SET, VLAN_ADD, VNI_ADD], same_device),
+    Rule(VLAN_TUNNEL_ADD, LINK_SET, port_settings),
     # Enslaving to a VRF cycles the device: addresses after it.
     *_rules([ADDR_ADD], [LINK_ADD, MASTER_SET], same_device),
     # Up last: addr-gen-mode and ports' VLANs must be in place first
     # (IPv6 autoconf on hundreds of ports floods the bridge, DESIGN.md).
-    *_rules([LINK_UP], [LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD], same_device),
+    *_rules([LINK_UP], [LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD, VLAN_TUNNEL_ADD],
+            same_device),
     # The kernel refuses a gateway that is not reachable on an up link.
     *_rules([ROUTE_ADD], [LINK_ADD, MASTER_SET, ADDR_ADD, LINK_UP], same_device),
     *_rules([ROUTE_ADD], [LINK_ADD, LINK_UP], vrf_device),
@@ -130,9 +136,12 @@ REMOVAL_RULES: tuple[Rule, ...] = (
     # Routes first: an address or an up link may be what makes the gateway
     # reachable; the kernel flushes routes itself when the link goes down.
     Rule(ADDR_DEL, ROUTE_DEL, same_device),
+    # A VLAN-to-VNI mapping before its VLAN and its VNI: the reverse of adding.
+    *_rules([VLAN_DEL, VNI_DEL], [VLAN_TUNNEL_DEL], same_device),
     # Releasing from a VRF cycles the device.
-    *_rules([MASTER_UNSET], [ROUTE_DEL, ADDR_DEL, VLAN_DEL], same_device),
-    *_rules([LINK_DOWN], [ROUTE_DEL, ADDR_DEL, VLAN_DEL, VNI_DEL, MASTER_UNSET], same_device),
+    *_rules([MASTER_UNSET], [ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VLAN_DEL], same_device),
+    *_rules([LINK_DOWN], [ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VLAN_DEL, VNI_DEL, MASTER_UNSET],
+            same_device),
     # A master after its ports are released, a VRF after its routes, a lower
     # device after the devices on it.
     Rule(LINK_DEL, MASTER_UNSET, master_device, BEFORE),
@@ -144,7 +153,8 @@ REMOVAL_RULES: tuple[Rule, ...] = (
 )
 
 # Removals the kernel does by itself when it deletes the device.
-IMPLIED_BY_LINK_DEL = frozenset({ROUTE_DEL, ADDR_DEL, VLAN_DEL, VNI_DEL, MASTER_UNSET, LINK_DOWN})
+IMPLIED_BY_LINK_DEL = frozenset({ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VLAN_DEL, VNI_DEL,
+                                 MASTER_UNSET, LINK_DOWN})
 
 
 # ---------------------------------------------------------------- the plan

@@ -12,7 +12,8 @@ from netcfg.compile.model import IFACE, NETNS, ConfigObject, Model
 from netcfg.plan.diff import compress_ranges, diff, expand_ranges
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
                              LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, VNI_DEL)
+                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL,
+                             VNI_ADD, VNI_DEL)
 
 
 def iface(name, kind, netns="", auto=True, implicit=False, **attrs):
@@ -105,8 +106,10 @@ def test_everything_from_nothing():
          (VLAN_ADD, "swp2", "", {"vids": ["300"], "pvid": 300, "untagged": ["300"]}),
          (VLAN_ADD, "vx0", "", {"vids": ["1", "100-200"], "pvid": 1, "untagged": ["1"]}),
          (LINK_ADD, "vx0", "", {"kind": "vxlan", "port": 4789, "external": True,
-                                "vnifilter": True, "vnis": [1000, 1001], "local": "192.0.2.1"}),
+                                "vnifilter": True, "local": "192.0.2.1"}),
          (VNI_ADD, "vx0", "", {"vnis": ["1000-1001"]}),
+         (LINK_SET, "vx0", "port", {"vlan_tunnel": True}),
+         (VLAN_TUNNEL_ADD, "vx0", "", {"map": ["100-101=1000-1001"]}),
          (LINK_UP, "vx0"),
          (LINK_ADD, "swp1.10", "", {"kind": "vlan", "link": "swp1", "id": 10,
                                     "protocol": "802.1q"}),
@@ -346,7 +349,9 @@ def test_vnifilter_vnis_follow_the_map():
          (VLAN_DEL, "vx0", "", {"vids": ["105"]}),
          (VLAN_ADD, "vx0", "", {"vids": ["102"]}),
          (VNI_DEL, "vx0", "", {"vnis": ["1005"]}),
-         (VNI_ADD, "vx0", "", {"vnis": ["1002"]}))
+         (VNI_ADD, "vx0", "", {"vnis": ["1002"]}),
+         (VLAN_TUNNEL_DEL, "vx0", "", {"map": ["105=1005"]}),
+         (VLAN_TUNNEL_ADD, "vx0", "", {"map": ["102=1002"]}))
 
 
 # ---------------------------------------------------------------- addresses and state
