@@ -8,6 +8,7 @@ NETCFG := $(VENV)/bin/netcfg
 STAMP  := $(VENV)/.installed-stamp
 EXAMPLE ?= templates/examples/tenants.tmpl
 
+.PHONY: daemon-deps bench-storm
 .PHONY: all venv ifupdown2-examples bench-deps vm-deps kernel-deps test test-kernel test-vm test-unit demo bench bench-compile clean
 
 all: test
@@ -37,6 +38,19 @@ bench-deps:
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
+# netcfgd's systemd integration: systemd-python (sd_notify, journal fields)
+# builds against libsystemd; without it netcfgd writes sd_notify datagrams
+# itself and logs to stderr.
+DAEMON_PACKAGES := libsystemd-dev pkg-config
+daemon-deps: venv
+	@missing=$$(for p in $(DAEMON_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for netcfgd: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	$(PY) -m pip install -q 'systemd-python>=234'
+
 $(STAMP): setup.cfg pyproject.toml
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
 	  echo "python3 -m venv failed; installing python3-venv"; \
@@ -47,7 +61,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-test: venv ifupdown2-examples test-kernel test-vm test-dataplane
+test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane
 	NETCFG_IFUPDOWN2_EXAMPLES=$(IFUPDOWN2_DIR)/usr/share/doc/ifupdown2/examples \
 	  $(PY) -m pytest -q tests/unit tests/golden
 
@@ -137,6 +151,10 @@ bench: bench-compile
 
 bench-compile: bench-deps venv
 	$(PY) bench/compile/run.py --netcfg $(NETCFG)
+
+# netcfgd: storm passes, CPU per 1000 events, repair latency (root; sandboxed by itself)
+bench-storm: venv
+	$(PY) bench/storm/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info bench/out .pytest_cache .hypothesis .cache

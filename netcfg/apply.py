@@ -128,6 +128,9 @@ class Selection:
 
     interfaces: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
+    # Namespaces whose objects this run must not change though the selection
+    # reaches them (netcfgd: those with `policy report`).
+    frozen: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.interfaces or self.namespaces)
@@ -146,7 +149,8 @@ class Selection:
                 where = f" in netns {', '.join(self.namespaces)}" if self.namespaces else ""
                 raise UsageError(f"no interface {name!r}{where} in the config or made by netcfg"
                                  + did_you_mean(name, {k[1] for k in known}))
-        return _connected(picked, (target, current))
+        reached = _connected(picked, (target, current))
+        return {k for k in reached if k[0] not in self.frozen} if self.frozen else reached
 
     def cut(self, model: Model, keys: set[Key]) -> Model:
         namespaces = {k[0] for k in keys} | set(self.namespaces)
@@ -310,7 +314,8 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
             # them too, so the diff removes them (and what leads into them).
             namespaces += sorted(session.marked_namespaces(besides=namespaces))
         if selection and narrow:
-            reached = {k[0] for k in selection.keys(target, Model())}
+            unfrozen = dataclasses.replace(selection, frozen=())
+            reached = {k[0] for k in unfrozen.keys(target, Model())}
             namespaces = [n for n in namespaces
                           if n in reached or n in selection.namespaces]
         scope = _Scope(session, target, namespaces, frozenset(purge))

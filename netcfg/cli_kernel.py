@@ -1,5 +1,10 @@
 """The `netcfg` commands that talk to the kernel: apply, down, confirm, show, query.
 
+When netcfgd runs (its control socket answers), apply, query --check and
+show go through it: the daemon is the single writer, compiles the same
+config, and streams progress back (netcfg/client.py); `netcfg status`
+shows what it does. Without a daemon they work alone, as follows.
+
 They need root (the CLI says so, exit 2, before touching anything); the
 ones that write take the apply lock (RUN_DIR/apply.lock, RUN_DIR from
 netcfg.confirm.run_dir) and hold it while an apply waits for `netcfg
@@ -59,6 +64,11 @@ def add_commands(sub: Any, config: argparse.ArgumentParser) -> None:
                    help="only these namespaces (repeatable; default: the host's and all named)")
     p.set_defaults(run=cmd_show)
 
+    p = sub.add_parser("status", help="what netcfgd is doing: managed namespaces, drift, "
+                                      "failures, counters (exit 1 when it is not running)")
+    p.add_argument("--json", action="store_true", help="print netcfgd's status as JSON")
+    p.set_defaults(run=cmd_status)
+
     p = sub.add_parser("query", parents=[config], help="compare the config with running state")
     p.add_argument("--check", action="store_true", required=True,
                    help="print what differs; exit 1 on drift (like ifquery -c)")
@@ -76,13 +86,60 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _session():
-    from netcfg.kernel.session import KernelSession
-
+def _need_root() -> None:
     if os.geteuid() != 0:
         raise UsageError("this command talks to the kernel's network configuration and "
                          "needs root")
+
+
+def _session():
+    from netcfg.kernel.session import KernelSession
+
+    _need_root()
     return KernelSession()
+
+
+def _daemon():
+    """A connection to netcfgd when it runs (root only), else None."""
+    from netcfg.client import connect
+
+    _need_root()
+    return connect()
+
+
+def _daemon_source(args: argparse.Namespace) -> dict[str, Any]:
+    """The config as the daemon must compile it: absolute paths (its working
+    directory is not ours), stdin's text, the --set variables."""
+    from netcfg.cli import config_source
+    from netcfg.compile import STDIN
+
+    source = config_source(args)
+    path = source.path if source.path == STDIN else os.path.abspath(source.path)
+    return {"path": path, "variables": source.variables, "stdin_text": source.stdin_text}
+
+
+def _ask(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict[str, Any]:
+    """One request to the daemon; progress lines go to ``progress``. A config
+    error is printed as the CLI prints its own (FILE:LINE: ...)."""
+    from netcfg.client import DaemonError
+    from netcfg.errors import NetcfgError
+
+    with daemon:
+        stream = daemon.request(command, **fields)
+        try:
+            while True:
+                message = next(stream)
+                if progress is not None:
+                    progress(message["batch"], message["batches"], message["done"],
+                             message["total"])
+        except StopIteration as done:
+            return done.value
+        except DaemonError as e:
+            for line in e.diagnostics:
+                print(line, file=sys.stderr)
+            error = NetcfgError(f"{e} (netcfgd)" if not e.diagnostics else str(e))
+            error.exit_code = e.exit_code
+            raise error from None
 
 
 def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -> None:
@@ -108,6 +165,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     if args.confirm is not None and args.dry_run:
         raise UsageError("--confirm and --dry-run: a dry run changes nothing to confirm")
+    daemon = _daemon()
+    if daemon is not None:
+        return _apply_through(daemon, args)
     selection = Selection(tuple(dict.fromkeys(args.interfaces)), tuple(dict.fromkeys(args.netns)))
     compiled = compile_config(config_source(args))
     confirming = args.confirm is not None
@@ -123,6 +183,37 @@ def cmd_apply(args: argparse.Namespace) -> int:
             _await_confirmation(result, args.confirm)
     _report(args, result, "applied", ", confirmed" if confirming and result.plan.batches
             else "")
+    return EXIT_OK
+
+
+def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
+    """`netcfg apply` while netcfgd runs: the daemon applies (and from then on
+    enforces) the config; its progress is shown here."""
+    from netcfg.cli import print_json
+    from netcfg.progress import Progress
+
+    if args.confirm is not None:
+        daemon.close()
+        raise UsageError("--confirm: netcfgd is running and enforces what it applies, so "
+                         "there is nothing to revert to; stop it (systemctl stop netcfgd) "
+                         "to apply with --confirm")
+    progress = Progress()
+    try:
+        answer = _ask(daemon, "apply", progress, source=_daemon_source(args),
+                      dry_run=args.dry_run, json=args.json, lower=args.lower,
+                      interfaces=args.interfaces, netns=args.netns)
+    finally:
+        progress.finish()
+    for warning in answer.get("warnings") or ():
+        print(warning, file=sys.stderr)
+    summary = answer["summary"]
+    if args.json:
+        print_json({"plan": answer["plan"], "summary": summary})
+    elif args.dry_run:
+        print(answer["plan_text"], end="")
+    else:
+        print(f"applied: {summary['operations']} operations in {summary['batches']} batches, "
+              f"{summary['requests']} netlink requests, verified (by netcfgd)")
     return EXIT_OK
 
 
@@ -156,6 +247,11 @@ def cmd_down(args: argparse.Namespace) -> int:
     from netcfg.cli import config_source
     from netcfg.compile import compile_config
 
+    daemon = _daemon()
+    if daemon is not None:
+        daemon.close()
+        raise UsageError("netcfgd is running and would put back what down removes: stop it "
+                         "first (systemctl stop netcfgd)")
     compiled = compile_config(config_source(args))
     with _session() as session, _apply_lock():
         result = down(compiled.model, session, namespaces=args.netns or (),
@@ -176,14 +272,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     from netcfg.cli import print_json
     from netcfg.compile.emit import emit_model
     from netcfg.compile.jsonform import model_to_json
+    from netcfg.kernel.tags import NETNS_MARK
 
+    daemon = _daemon()
+    if daemon is not None:
+        answer = _ask(daemon, "show", output=args.output, netns=args.netns)
+        if args.output == "json":
+            print_json(answer["model"])
+        else:
+            print(answer["text"], end="")
+        return EXIT_OK
     with _session() as session:
         names = args.netns if args.netns else ["", *sorted(session.existing_namespaces())]
         model = session.read(names)
     if args.output == "json":
         print_json(model_to_json(model))
     else:
-        print(emit_model(model), end="")
+        print(emit_model(model, running=True, netns_mark=NETNS_MARK), end="")
     return EXIT_OK
 
 
@@ -193,6 +298,10 @@ def cmd_query(args: argparse.Namespace) -> int:
     from netcfg.cli import config_source
     from netcfg.compile import compile_config
 
+    daemon = _daemon()
+    if daemon is not None:
+        answer = _ask(daemon, "query", source=_daemon_source(args), lower=args.lower)
+        return _print_drift(answer["drift"], answer["differences"])
     compiled = compile_config(config_source(args))
     with _session() as session:
         result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
@@ -200,13 +309,38 @@ def cmd_query(args: argparse.Namespace) -> int:
     drift = result.plan.operations
     explained = sorted((explain(op, compiled.model) for op in drift),
                        key=lambda item: (item[0].file, item[0].line))
-    for loc, message in explained:
-        print(f"{loc}: drift: {message}" if loc.line else f"drift: {message}")
-    if drift:
-        print(f"netcfg: {len(drift)} differences between the config and the kernel",
+    return _print_drift([f"{loc}: drift: {message}" if loc.line else f"drift: {message}"
+                         for loc, message in explained], len(drift))
+
+
+def _print_drift(lines: list[str], differences: int) -> int:
+    for line in lines:
+        print(line)
+    if differences:
+        print(f"netcfg: {differences} differences between the config and the kernel",
               file=sys.stderr)
         return EXIT_INVALID_CONFIG
     print("ok: the kernel matches the config")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from netcfg.cli import print_json
+    from netcfg.client import connect, socket_path
+    from netcfg.client import format_status
+
+    daemon = connect()
+    if daemon is None:
+        if args.json:
+            print_json({"running": False})
+        print(f"netcfgd is not running (no daemon answers on {socket_path()}); "
+              f"netcfg commands work without it", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    status = _ask(daemon, "status")["status"]
+    if args.json:
+        print_json({"running": True, **status})
+    else:
+        print(format_status(status), end="")
     return EXIT_OK
 
 

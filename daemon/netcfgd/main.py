@@ -1,0 +1,476 @@
+"""netcfgd: keep the kernel equal to the config, as a systemd service.
+
+    subscribe (one event socket, every managed namespace) -> load the config ->
+    full reconcile -> READY=1 -> loop:
+        events and /run/netns changes mark namespaces dirty;
+        debounce -> reconcile the dirty ones; retries with backoff;
+        control socket requests (status, apply, query, show, reload);
+        SIGHUP reloads (RELOADING=1 ... READY=1), SIGTERM stops;
+        WATCHDOG=1 when systemd asks for it; a full resync now and then.
+
+The loop is one thread: requests and passes never run at the same time,
+which is what makes the daemon the single writer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import faulthandler
+import fcntl
+import gc
+import json
+import logging
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+from netcfg import __version__
+from netcfg.apply import ApplyResult, Selection, apply
+from netcfg.client import socket_path
+from netcfg.compile import DEFAULT_CONFIG, ConfigSource, compile_config
+from netcfg.compile.model import Model
+from netcfg.confirm import run_dir
+from netcfg.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
+from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
+from netcfg.kernel.ns import DEFAULT_RUN_DIR as NETNS_RUN_DIR
+from netcfg.kernel.session import KernelSession
+
+from netcfgd import logs, service
+from netcfgd.control import ControlServer, ProtocolError
+from netcfgd.dirty import DirtySet
+from netcfgd.hooks import NamespaceHooks
+from netcfgd.notify import Notifier
+from netcfgd.reconcile import Reconciler
+from netcfgd.watch import NetnsDirWatch, classify
+
+EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_INTERNAL = 70   # EX_SOFTWARE, as netcfg
+ROOT_UID = 0
+
+
+@dataclass
+class Options:
+    config: str = DEFAULT_CONFIG
+    variables: dict[str, Any] = field(default_factory=dict)
+    run_dir: str = ""                 # default: netcfg.confirm.run_dir()
+    netns_dir: str = NETNS_RUN_DIR
+    debounce: float = 0.03            # quiet time before a pass
+    cap: float = 2.0                  # longest a dirty key waits when a storm starts
+    resync: float = 600.0             # full pass every this many seconds
+    verbose: bool = False
+    event_buffer: int = EVENT_RCVBUF  # bytes; tests make it small to force ENOBUFS
+
+
+class Daemon:
+    def __init__(self, options: Options, log: logging.Logger, notifier: Notifier,
+                 hooks: NamespaceHooks | None = None):
+        self.options = options
+        self.log = log
+        self.notifier = notifier
+        self.hooks = hooks
+        self.source = ConfigSource(path=options.config, variables=options.variables)
+        self.config_errors: list[str] = []
+        self.config_loaded_at: float | None = None
+        self.dirty = DirtySet(options.debounce, options.cap)
+        self.stop_requested = False
+        self.reload_requested = False
+        self.resync_pending = False
+        self.ready = False
+        self.started_at = time.time()
+        self.run_dir = options.run_dir or run_dir()
+        # Set up in start():
+        self.events: EventSocket | None = None
+        self.watch: NetnsDirWatch | None = None
+        self.session: KernelSession | None = None
+        self.reconciler: Reconciler | None = None
+        self.control: ControlServer | None = None
+        self._wakeup: tuple[socket.socket, socket.socket] | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Subscribe, load the config, open the control socket, reconcile
+        everything, then say READY=1. Raises ConfigInvalid or NetcfgError."""
+        # Subscribe first, then list: what changes meanwhile is heard.
+        self.events = EventSocket(rcvbuf=self.options.event_buffer)
+        self.watch = NetnsDirWatch(self.options.netns_dir)
+        self.session = KernelSession(self.options.netns_dir)
+        self.reconciler = Reconciler(self.session, self.log, self.hooks,
+                                     before_write=self.apply_lock)
+        compiled = compile_config(self.source)
+        self._loaded(compiled)
+        self.control = ControlServer(socket_path(self.run_dir))
+        self.reconciler.remove_half_made()
+        self.reconciler.map_nsids()
+        self.notifier.status("first reconcile")
+        self.run_pass(None)
+        self._freeze_heap()
+        self.ready = True
+        self.notifier.ready(self.reconciler.summary())
+        self.log.info(f"ready: {self.reconciler.summary()}")
+
+    @staticmethod
+    def _freeze_heap() -> None:
+        """The config, its lowered form and the read state are hundreds of
+        thousands of long-lived objects: a full collection walking them all
+        stalled a repair by most of a second at 10000 objects. Move what is
+        alive now out of the collector's sight (gc.freeze); what later passes
+        allocate is collected as usual."""
+        gc.collect()
+        gc.freeze()
+
+    def _loaded(self, compiled: Any) -> None:
+        for warning in compiled.warnings:
+            self.log.warning(warning.format())
+        assert self.reconciler is not None
+        self.reconciler.load(compiled.model)
+        self.config_errors = []
+        self.config_loaded_at = time.time()
+
+    def close(self) -> None:
+        for thing in (self.control, self.events, self.watch, self.session):
+            if thing is not None:
+                with contextlib.suppress(OSError):
+                    thing.close()
+        if self._wakeup is not None:
+            signal.set_wakeup_fd(-1)
+            for s in self._wakeup:
+                s.close()
+
+    @contextlib.contextmanager
+    def apply_lock(self) -> Iterator[None]:
+        """The CLI's apply lock (netcfg/cli_kernel.py), held while a pass writes:
+        a `netcfg` that does not go through the daemon waits for it."""
+        os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
+        fd = os.open(os.path.join(self.run_dir, "apply.lock"),
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+    # ---------------------------------------------------------------- signals
+
+    def install_signals(self) -> None:
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        self._wakeup = (reader, writer)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+
+        def stop(_signum: int, _frame: object) -> None:
+            self.stop_requested = True
+
+        def hup(_signum: int, _frame: object) -> None:
+            self.reload_requested = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGHUP, hup)
+
+    # ---------------------------------------------------------------- the loop
+
+    def run(self) -> None:
+        assert self.events and self.watch and self.control and self._wakeup
+        selector = selectors.DefaultSelector()
+        selector.register(self.events, selectors.EVENT_READ, self._on_events)
+        selector.register(self.watch, selectors.EVENT_READ, self._on_netns_dir)
+        selector.register(self.control, selectors.EVENT_READ, self._on_control)
+        selector.register(self._wakeup[0], selectors.EVENT_READ, self._on_wakeup)
+        next_resync = time.monotonic() + self.options.resync
+        with selector:
+            while not self.stop_requested:
+                now = time.monotonic()
+                deadlines = [next_resync]
+                for t in (self.dirty.deadline(), self.reconciler.next_wakeup()[0]):
+                    if t is not None:
+                        deadlines.append(t)
+                due = self.notifier.watchdog_due(now)
+                if due is not None:
+                    deadlines.append(now + due)
+                timeout = max(0.0, min(deadlines) - now)
+                for key, _mask in selector.select(0.0 if self.resync_pending else timeout):
+                    key.data()
+                if self.stop_requested:
+                    break
+                if self.reload_requested:
+                    self.reload_requested = False
+                    self.reload()
+                now = time.monotonic()
+                self.notifier.ping(now)
+                if self.resync_pending or now >= next_resync:
+                    self.resync_pending = False
+                    self.dirty.take()
+                    self.run_pass(None)
+                    next_resync = time.monotonic() + self.options.resync
+                    continue
+                when, names = self.reconciler.next_wakeup()
+                if when is not None and now >= when:
+                    self.run_pass(names)
+                if self.dirty.due(now):
+                    namespaces, objects = self.dirty.take(now)
+                    self.log.debug("dirty: " + ", ".join(
+                        f"{n or 'host'}:{','.join(sorted(o))}" for n, o in objects.items()))
+                    self.run_pass(namespaces)
+        self.notifier.stopping()
+        self.log.info("stopping; the network is left as it is")
+
+    def run_pass(self, namespaces: set[str] | list[str] | None) -> None:
+        assert self.reconciler is not None
+        result = self.reconciler.reconcile(namespaces, on_write=self._batch_done)
+        if result.requests or result.failed:
+            self.log.info(f"pass: {len(result.namespaces)} namespaces, {result.operations} "
+                          f"operations, {result.requests} requests, "
+                          f"{result.seconds * 1000:.1f} ms",
+                          extra={"NETCFG_PASS": self.reconciler.counters.passes,
+                                 "NETCFG_REQUESTS": result.requests})
+        self.notifier.status(self.reconciler.summary())
+
+    def _batch_done(self, *_progress: int) -> None:
+        self.notifier.ping()
+
+    # ---------------------------------------------------------------- inputs
+
+    def _on_events(self) -> None:
+        assert self.events and self.reconciler
+        try:
+            events = self.events.read()
+        except EventsLost as e:
+            self.reconciler.counters.event_losses += 1
+            self.log.warning(f"{e}: resyncing every managed namespace")
+            self.resync_pending = True
+            return
+        counters = self.reconciler.counters
+        counters.events += len(events)
+        managed = self.reconciler.status
+        now = time.monotonic()
+        for event in events:
+            change = classify(event, self.reconciler.nsids)
+            if change.nsid_released is not None:
+                name = self.reconciler.nsid_released(change.nsid_released)
+                if name is not None:
+                    self.dirty.mark(name, now)
+            elif change.netns is not None and change.netns in managed and \
+                    self.reconciler.concerns(change.netns, event.kind, event.ifindex,
+                                             event.name, event.origin):
+                self.dirty.mark(change.netns, now, change.obj)
+            else:
+                counters.events_ignored += 1
+
+    def _on_netns_dir(self) -> None:
+        assert self.watch and self.reconciler
+        now = time.monotonic()
+        for name, created in self.watch.read():
+            if name not in self.reconciler.status:
+                continue
+            if created:
+                if name in self.reconciler.created_by_us:
+                    self.reconciler.created_by_us.discard(name)
+                else:
+                    self.dirty.mark(name, now)   # made by someone else: configure it
+            elif self._really_gone(name) and self.reconciler.namespace_deleted(name, now):
+                self.dirty.mark(name, now)
+
+    def _really_gone(self, name: str) -> bool:
+        """Not when it is there again and is the one we hold: a revert of ours
+        deleted it and made it again before we read the event."""
+        assert self.session is not None
+        if not os.path.exists(os.path.join(self.options.netns_dir, name)):
+            return True
+        handle = self.session.handles.get(name)
+        return handle is not None and handle.is_stale()
+
+    def _on_wakeup(self) -> None:
+        assert self._wakeup
+        with contextlib.suppress(BlockingIOError):
+            self._wakeup[0].recv(4096)
+
+    def _on_control(self) -> None:
+        assert self.control
+        conn = self.control.accept()
+        if conn is None:
+            return
+        try:
+            if conn.uid != ROOT_UID:
+                self.log.warning(f"control: refused uid {conn.uid} (pid {conn.pid}): "
+                                 f"only root may talk to netcfgd")
+                conn.error("netcfgd talks to root only: run netcfg as root")
+                return
+            try:
+                request = conn.read_request()
+            except ProtocolError as e:
+                conn.error(str(e))
+                return
+            started = time.monotonic()
+            service.handle(self, conn, request)
+            self.log.info(f"control: {request['command']} for pid {conn.pid} served in "
+                          f"{(time.monotonic() - started) * 1000:.1f} ms",
+                          extra={"NETCFG_CLIENT_PID": conn.pid})
+        except Exception as e:   # noqa: BLE001 - a request must never stop the daemon
+            self.log.exception(f"control: internal error serving a request: {e}")
+            conn.error(f"netcfgd internal error: {type(e).__name__}: {e} (see its log)", 70)
+        finally:
+            conn.close()
+
+    # ---------------------------------------------------------------- config
+
+    def reload(self) -> bool:
+        """SIGHUP: compile the config again; keep the last good one if it is
+        broken (and say so in status and the log)."""
+        assert self.reconciler is not None
+        self.notifier.reloading()
+        self.log.info(f"reloading the config from {self.source.path}")
+        try:
+            compiled = compile_config(self.source)
+        except ConfigInvalid as e:
+            self.config_errors = [d.format() for d in e.diagnostics]
+            for line in self.config_errors:
+                self.log.error(line)
+            self.log.error(f"reload failed: {len(self.config_errors)} problems in the config; "
+                           f"keeping the last good config")
+            self.notifier.ready(f"reload failed, running the last good config; "
+                                f"{self.reconciler.summary()}")
+            return False
+        except NetcfgError as e:
+            self.config_errors = [str(e)]
+            self.log.error(f"reload failed: {e}; keeping the last good config")
+            self.notifier.ready(f"reload failed, running the last good config; "
+                                f"{self.reconciler.summary()}")
+            return False
+        gc.unfreeze()   # the old config may be garbage now
+        self._loaded(compiled)
+        self.run_pass(None)
+        self._freeze_heap()
+        self.notifier.ready(self.reconciler.summary())
+        return True
+
+    def apply_config(self, desired: Model, source: ConfigSource, *,
+                     selection: Selection | None, dry_run: bool, lower_enabled: bool,
+                     on_write: Callable[..., None]) -> ApplyResult:
+        """`netcfg apply` through the daemon. A dry run changes nothing; an
+        apply that verified becomes the config the daemon enforces (and
+        reloads, when it came from files)."""
+        assert self.reconciler is not None and self.session is not None
+        if dry_run:
+            return apply(desired, self.session, lower_enabled=lower_enabled, dry_run=True,
+                         selection=selection)
+        self.session.on_batch = on_write
+        try:
+            with self.apply_lock():
+                result = apply(desired, self.session, lower_enabled=lower_enabled,
+                               selection=selection)
+        finally:
+            self.session.on_batch = None
+        self.reconciler.load(desired)
+        self.config_errors = []
+        self.config_loaded_at = time.time()
+        if source.stdin_text is None:
+            self.source = source
+        self.reconciler.map_nsids()
+        self.notifier.status(self.reconciler.summary())
+        return result
+
+    # ---------------------------------------------------------------- status
+
+    def status_json(self) -> dict[str, Any]:
+        assert self.reconciler is not None
+        return {
+            "daemon": {"pid": os.getpid(), "version": __version__, "ready": self.ready,
+                       "started_at": self.started_at, "config": self.source.path,
+                       "config_loaded_at": self.config_loaded_at,
+                       "config_errors": self.config_errors,
+                       "event_buffer_bytes": self.events.rcvbuf if self.events else None,
+                       "pending": sorted(self.dirty.namespaces)},
+            **self.reconciler.status_json(),
+        }
+
+
+# -------------------------------------------------------------------- command line
+
+def parse_args(argv: Sequence[str] | None) -> Options:
+    parser = argparse.ArgumentParser(
+        prog="netcfgd", description="Keep the kernel's network configuration equal to the "
+                                    "config (the netcfg reconciler daemon).")
+    parser.add_argument("--version", action="version", version=f"netcfgd {__version__}")
+    parser.add_argument("-c", "--config", default=os.environ.get("NETCFG_CONFIG", DEFAULT_CONFIG),
+                        help="config directory or file (default: $NETCFG_CONFIG or /etc/netcfg)")
+    parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                        help="template variable (VALUE parsed as JSON when it can be)")
+    parser.add_argument("--run-dir", default="", help="control socket directory "
+                        "(default: $NETCFG_RUN_DIR or /run/netcfg)")
+    parser.add_argument("--netns-dir", default=NETNS_RUN_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--debounce", type=float, default=0.03, metavar="SECONDS",
+                        help="quiet time after an event before a reconcile pass (default 0.03)")
+    parser.add_argument("--cap", type=float, default=2.0, metavar="SECONDS",
+                        help="longest a change waits when an event storm starts; doubles "
+                             "while it lasts, to 8 s (default 2)")
+    parser.add_argument("--resync", type=float, default=600.0, metavar="SECONDS",
+                        help="full reconcile every SECONDS even without events (default 600)")
+    parser.add_argument("--event-buffer", type=int, default=EVENT_RCVBUF,
+                        help=argparse.SUPPRESS)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    args = parser.parse_args(argv)
+    variables: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            parser.error(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            variables[key] = json.loads(value)
+        except json.JSONDecodeError:
+            variables[key] = value
+    options = Options(config=os.path.abspath(args.config), variables=variables,
+                      run_dir=args.run_dir, netns_dir=args.netns_dir, debounce=args.debounce,
+                      cap=args.cap, resync=args.resync, verbose=args.verbose,
+                      event_buffer=args.event_buffer)
+    return options
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        options = parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code not in (0, None) else 0
+    log = logs.setup(logging.DEBUG if options.verbose else logging.INFO)
+    if os.geteuid() != 0:
+        log.error("netcfgd manages network namespaces and devices and needs root "
+                  "(CAP_NET_ADMIN and CAP_SYS_ADMIN)")
+        return 2
+    # `kill -USR1 PID` prints every thread's stack to stderr (the journal):
+    # what a stuck daemon is doing, without stopping it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    daemon = Daemon(options, log, Notifier())
+    try:
+        daemon.install_signals()
+        daemon.start()
+        daemon.run()
+    except ConfigInvalid as e:
+        for diagnostic in e.diagnostics:
+            log.error(diagnostic.format())
+        log.error(f"the config in {options.config} is invalid and there is no earlier good "
+                  f"one to run: fix it, then start netcfgd again")
+        return EXIT_INVALID_CONFIG
+    except NetcfgError as e:
+        log.error(f"{e}")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except Exception as e:   # noqa: BLE001 - a bug: say so in the log, exit for a restart
+        log.critical(f"internal error: {type(e).__name__}: {e}", exc_info=True)
+        return EXIT_INTERNAL
+    finally:
+        daemon.close()
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""What netcfgd answers on its control socket: status, apply, query, show,
+reload. Each handler gets the request and the connection, and the daemon
+(the single writer) it speaks for."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from netcfg.apply import Selection, apply
+from netcfg.compile import ConfigSource, compile_config
+from netcfg.compile.model import ROOT_NETNS
+from netcfg.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
+
+from netcfgd.control import ControlConnection
+
+if TYPE_CHECKING:
+    from netcfgd.main import Daemon
+
+
+def source_from_request(request: dict[str, Any]) -> ConfigSource:
+    raw = request.get("source") or {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+        raise NetcfgError('the request has no "source" with a "path"')
+    variables = raw.get("variables") or {}
+    stdin_text = raw.get("stdin_text")
+    return ConfigSource(path=raw["path"], variables=dict(variables),
+                        stdin_text=stdin_text if isinstance(stdin_text, str) else None)
+
+
+def diagnostics(error: ConfigInvalid) -> list[str]:
+    return [d.format() for d in error.diagnostics]
+
+
+def handle(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    command = request["command"]
+    handler = HANDLERS.get(command)
+    if handler is None:
+        conn.error(f"unknown command {command!r} (netcfgd knows {', '.join(sorted(HANDLERS))})")
+        return
+    try:
+        handler(daemon, conn, request)
+    except ConfigInvalid as e:
+        errors = sum(1 for d in e.diagnostics if d.severity == "error")
+        conn.error(f"{errors} error{'s' if errors != 1 else ''}; nothing was changed",
+                   EXIT_INVALID_CONFIG, diagnostics(e))
+    except NetcfgError as e:
+        conn.error(str(e), e.exit_code)
+
+
+def status(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    conn.result(status=daemon.status_json())
+
+
+def reload(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    ok = daemon.reload()
+    if not ok:
+        conn.error("the config is invalid; netcfgd keeps running the last good one",
+                   EXIT_INVALID_CONFIG, daemon.config_errors)
+        return
+    conn.result(status=daemon.status_json())
+
+
+def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    """`netcfg apply` through the daemon: compile the client's config here,
+    apply it (progress streams back), and keep it as the config to enforce."""
+    source = source_from_request(request)
+    compiled = compile_config(source)
+    dry_run = bool(request.get("dry_run"))
+    lower_enabled = request.get("lower", "auto") == "auto"
+    interfaces = tuple(dict.fromkeys(request.get("interfaces") or ()))
+    namespaces = tuple(dict.fromkeys(request.get("netns") or ()))
+    selection = Selection(interfaces, namespaces) if interfaces or namespaces else None
+    started = time.monotonic()
+
+    def progress(batch: int, batches: int, done: int, total: int) -> None:
+        daemon.notifier.ping()
+        conn.progress(batch=batch, batches=batches, done=done, total=total,
+                      seconds=round(time.monotonic() - started, 3))
+
+    result = daemon.apply_config(compiled.model, source, selection=selection,
+                                 dry_run=dry_run, lower_enabled=lower_enabled,
+                                 on_write=progress)
+    conn.result(summary=result.summary(), plan=result.plan.to_json() if request.get("json")
+                else None, plan_text=result.plan.to_text() if dry_run else None,
+                warnings=[w.format() for w in compiled.warnings])
+
+
+def query(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    """`netcfg query --check` through the daemon: a dry run of the client's config."""
+    from netcfg.drift import explain
+
+    compiled = compile_config(source_from_request(request))
+    result = apply(compiled.model, daemon.session, dry_run=True,
+                   lower_enabled=request.get("lower", "auto") == "auto")
+    lines = []
+    for loc, message in sorted((explain(op, compiled.model) for op in result.plan.operations),
+                               key=lambda item: (item[0].file, item[0].line)):
+        lines.append(f"{loc}: drift: {message}" if loc.line else f"drift: {message}")
+    conn.result(drift=lines, differences=len(result.plan.operations))
+
+
+def show(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    from netcfg.compile.emit import emit_model
+    from netcfg.compile.jsonform import model_to_json
+    from netcfg.kernel.tags import NETNS_MARK
+
+    session = daemon.session
+    names = request.get("netns") or [ROOT_NETNS, *sorted(session.existing_namespaces())]
+    model = session.read(names)
+    if request.get("output") == "json":
+        conn.result(model=model_to_json(model))
+    else:
+        conn.result(text=emit_model(model, running=True, netns_mark=NETNS_MARK))
+
+
+HANDLERS = {"status": status, "reload": reload, "apply": apply_request, "query": query,
+            "show": show}

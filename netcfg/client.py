@@ -1,0 +1,155 @@
+"""The CLI's side of netcfgd's control socket.
+
+When netcfgd runs it is the single writer: `netcfg apply`, `query --check`
+and `show` send their request to it and print what it answers; when no
+daemon listens, the CLI does the work itself (``connect`` returns None).
+
+Protocol (version 1): one request per connection, one JSON object per line,
+each with ``"version": 1``. The client sends ``{"version": 1, "command":
+...}``; the daemon answers zero or more ``{"type": "progress", ...}`` lines
+and ends with one ``{"type": "result", ...}`` or ``{"type": "error",
+"message": ..., "exit_code": N, "diagnostics": [...]}``. Only root may
+connect (the socket is 0600 in a 0700 directory, and the daemon checks
+SO_PEERCRED).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from typing import Any, Iterator
+
+from netcfg.confirm import run_dir
+from netcfg.errors import EXIT_USAGE, NetcfgError, UsageError
+
+PROTOCOL_VERSION = 1
+SOCKET_NAME = "netcfgd.sock"
+MAX_LINE = 64 << 20     # a show of a big host is one line
+
+
+def socket_path(directory: str | None = None) -> str:
+    return os.path.join(directory or run_dir(), SOCKET_NAME)
+
+
+class DaemonError(NetcfgError):
+    """netcfgd refused or failed a request; it says why and with which exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE,
+                 diagnostics: list[str] | None = None):
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.diagnostics = diagnostics or []
+
+
+def connect(path: str | None = None, timeout: float | None = None) -> "DaemonConnection | None":
+    """A connection to the running netcfgd, or None when none listens."""
+    path = path or socket_path()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        return None            # no daemon (or one that died: its socket is left)
+    except PermissionError:
+        sock.close()
+        raise UsageError(f"cannot connect to netcfgd ({path}): this command needs root") \
+            from None
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot connect to netcfgd ({path}): {e.strerror}") from None
+    return DaemonConnection(sock)
+
+
+class DaemonConnection:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.file = sock.makefile("rb")
+
+    def request(self, command: str, **fields: Any) -> Iterator[dict[str, Any]]:
+        """Send one request; yield the daemon's progress lines. Returns (via
+        StopIteration) the result; raises DaemonError on an error answer."""
+        line = json.dumps({"version": PROTOCOL_VERSION, "command": command, **fields})
+        try:
+            self.sock.sendall(line.encode() + b"\n")
+        except OSError:
+            pass   # it may have refused us before reading: its answer says why
+        while True:
+            raw = self.file.readline(MAX_LINE)
+            if not raw:
+                raise DaemonError("netcfgd closed the connection without an answer "
+                                  "(see its log: journalctl -u netcfgd)")
+            try:
+                message = json.loads(raw)
+            except json.JSONDecodeError:
+                raise DaemonError("netcfgd answered something that is not JSON") from None
+            kind = message.get("type")
+            if kind == "progress":
+                yield message
+            elif kind == "result":
+                return message
+            elif kind == "error":
+                raise DaemonError(message.get("message", "netcfgd refused the request"),
+                                  int(message.get("exit_code", EXIT_USAGE)),
+                                  message.get("diagnostics"))
+            else:
+                raise DaemonError(f"netcfgd answered an unknown message type {kind!r}")
+
+    def call(self, command: str, **fields: Any) -> dict[str, Any]:
+        """A request whose progress lines are not wanted: its result."""
+        stream = self.request(command, **fields)
+        while True:
+            try:
+                next(stream)
+            except StopIteration as done:
+                return done.value
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+    def __enter__(self) -> "DaemonConnection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def format_status(status: dict[str, Any]) -> str:
+    """`netcfg status` for a person: the daemon, the last pass, the counters,
+    then one line per managed namespace (and its drift or error)."""
+    import time
+
+    def when(wall: float | None) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(wall)) if wall else "never"
+
+    daemon, counters = status["daemon"], status["counters"]
+    lines = [f"netcfgd: running (pid {daemon['pid']}), "
+             f"{'ready' if daemon['ready'] else 'starting'}; config {daemon['config']} "
+             f"(loaded {when(daemon['config_loaded_at'])})"]
+    if daemon["config_errors"]:
+        lines.append("config reload failed; running the last good config:")
+        lines += [f"  {line}" for line in daemon["config_errors"]]
+    last = status.get("last_reconcile")
+    if last:
+        lines.append(f"last reconcile: {when(last['at'])}, {last['namespaces']} namespaces, "
+                     f"{last['operations']} operations, {last['requests']} requests, "
+                     f"{last['duration_ms']} ms{' (full)' if last['full'] else ''}")
+    lines.append(f"events: {counters['events']} received, {counters['events_ignored']} "
+                 f"ignored, {counters['event_losses']} losses (resynced)")
+    lines.append(f"passes: {counters['passes']} ({counters['passes_writing']} wrote, "
+                 f"{counters['passes_quiet']} found nothing to do, {counters['full_passes']} "
+                 f"full); {counters['repairs']} operations, {counters['requests']} requests, "
+                 f"{counters['failures']} failures")
+    lines.append(f"{'NAMESPACE':<20} {'POLICY':<8} {'OBJECTS':>7}  STATE")
+    for ns in status["namespaces"]:
+        if ns["error"]:
+            state = f"failing ({ns['failures']}x, retry in {ns['retry_in_s']} s): {ns['error']}"
+        elif ns["drift"]:
+            state = f"drift: {len(ns['drift'])} differences (policy report)"
+        else:
+            state = f"ok, {ns['repairs']} repairs" if ns["repairs"] else "ok"
+        lines.append(f"{ns['name'] or '(host)':<20} {ns['policy']:<8} {ns['objects']:>7}  {state}")
+        lines += [f"    {d}" for d in ns["drift"][:20]]
+    return "\n".join(lines) + "\n"
