@@ -96,10 +96,11 @@ test-vm: vm-deps
 	grep -Eq '^[0-9]+ passed' .cache/vm.log && ! grep -Eq 'failed|error|skipped' .cache/vm.log \
 	  || { echo "test-vm: the VM tier did not pass (exit $$status)"; exit 1; }
 
-# The kernel tier's peers: a DHCP server and client for `inet dhcp`. Both are
-# bare binaries (dnsmasq-base has no service; isc-dhcp-client none either), so
-# installing them starts nothing on the host.
-KERNEL_PACKAGES := isc-dhcp-client dnsmasq-base
+# The kernel tier's peers: a DHCP server and client for `inet dhcp`, and
+# libiscsi's clients for netcfgd's iSCSI target. All are bare binaries
+# (dnsmasq-base has no service; the others none either), so installing them
+# starts nothing on the host.
+KERNEL_PACKAGES := isc-dhcp-client dnsmasq-base libiscsi-bin
 kernel-deps:
 	@missing=$$(for p in $(KERNEL_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \

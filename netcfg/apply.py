@@ -516,7 +516,8 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
         grouped = bulk.at.get(number, [])
         for netns in grouped:
             by_netns.setdefault(netns, [])
-        touched: set[str] = set(grouped)
+        # A new namespace comes with its lo, which later batches may address.
+        touched: set[str] = set(grouped) | {op.name for op in batch if op.action == NETNS_ADD}
         for netns, ops in by_netns.items():
             sent += _transact(netns, ops, session, vrf_tables,
                               [delete_group(netns)] if netns in grouped else [])

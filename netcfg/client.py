@@ -152,4 +152,19 @@ def format_status(status: dict[str, Any]) -> str:
             state = f"ok, {ns['repairs']} repairs" if ns["repairs"] else "ok"
         lines.append(f"{ns['name'] or '(host)':<20} {ns['policy']:<8} {ns['objects']:>7}  {state}")
         lines += [f"    {d}" for d in ns["drift"][:20]]
+    lines += _storage_lines(status.get("storage") or {})
     return "\n".join(lines) + "\n"
+
+
+def _storage_lines(storage: dict[str, Any]) -> list[str]:
+    """The embedded iSCSI target: sessions per target (netcfgd/storage.py)."""
+    lines = []
+    if storage.get("error"):
+        lines.append(f"storage: {storage['error']}")
+    if storage.get("targets"):
+        lines.append(f"{'TARGET':<44} {'NAMESPACE':<12} {'SESSIONS':>8}  PORTALS")
+        for t in storage["targets"]:
+            portals = ", ".join(t["portals"]) if t["serving"] else "(waiting for the namespace)"
+            lines.append(f"{t['iqn']:<44} {t['netns'] or '(host)':<12} {t['sessions']:>8}  "
+                         f"{portals}")
+    return lines

@@ -5,13 +5,16 @@ namespace (the embedded iSCSI target, netcfgd.dataplane) attach.
 the config (first time, or again after it was re-created): start listeners
 there. ``removing(name)``: the namespace is about to be removed by netcfgd,
 or was deleted from outside: stop what runs in it and close its sockets, so
-the kernel can free it. The default implementation only logs; the daemon
-takes a subclass (or any object with these two methods).
+the kernel can free it. ``load(model)``: a config was loaded;
+``after_pass()``: a reconcile pass ended; ``status_json()``: what `netcfg
+status` shows of the service; ``close()``: the daemon stops. The default
+implementation only logs; netcfgd runs netcfgd.storage.StorageHooks.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 
 class NamespaceHooks:
@@ -24,3 +27,15 @@ class NamespaceHooks:
 
     def removing(self, name: str) -> None:
         self.log.debug(f"netns {name}: going away", extra={"NETCFG_NETNS": name})
+
+    def load(self, model: Any) -> None:
+        pass
+
+    def after_pass(self) -> None:
+        pass
+
+    def status_json(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None:
+        pass

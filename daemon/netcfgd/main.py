@@ -47,6 +47,7 @@ from netcfgd.dirty import DirtySet
 from netcfgd.hooks import NamespaceHooks
 from netcfgd.notify import Notifier
 from netcfgd.reconcile import Reconciler
+from netcfgd.storage import StorageHooks
 from netcfgd.watch import NetnsDirWatch, classify
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -134,6 +135,8 @@ class Daemon:
         self.config_loaded_at = time.time()
 
     def close(self) -> None:
+        if self.reconciler is not None:
+            self.reconciler.hooks.close()
         for thing in (self.control, self.events, self.watch, self.session):
             if thing is not None:
                 with contextlib.suppress(OSError):
@@ -227,6 +230,7 @@ class Daemon:
     def run_pass(self, namespaces: set[str] | list[str] | None) -> None:
         assert self.reconciler is not None
         result = self.reconciler.reconcile(namespaces, on_write=self._batch_done)
+        self.reconciler.hooks.after_pass()
         if result.requests or result.failed:
             self.log.info(f"pass: {len(result.namespaces)} namespaces, {result.operations} "
                           f"operations, {result.requests} requests, "
@@ -391,6 +395,7 @@ class Daemon:
                        "event_buffer_bytes": self.events.rcvbuf if self.events else None,
                        "pending": sorted(self.dirty.namespaces)},
             **self.reconciler.status_json(),
+            "storage": self.reconciler.hooks.status_json(),
         }
 
 
@@ -449,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # what a stuck daemon is doing, without stopping it.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     daemon = Daemon(options, log, Notifier())
+    # The embedded iSCSI target follows the namespaces (netcfgd/storage.py).
+    daemon.hooks = StorageHooks(log, lambda name: daemon.session.netns(name))
     try:
         daemon.install_signals()
         daemon.start()

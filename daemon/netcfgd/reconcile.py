@@ -163,6 +163,7 @@ class Reconciler:
                 self.hooks.removing(name)
                 self.configured.discard(name)
             self.nsids.drop(name)
+        self.hooks.load(desired)
         return dropped
 
     def managed(self) -> set[str]:

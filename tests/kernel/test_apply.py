@@ -237,3 +237,19 @@ def test_an_unexpected_failure_while_writing_is_reverted_too(session, tmp_path, 
         apply(model_of(TENANTS, tmp_path), session)
     assert session.existing_namespaces() == set()
     assert "veth-red" not in ip("link", "show") and "br0" not in ip("link", "show")
+
+
+def test_an_address_on_the_lo_of_a_namespace_made_in_the_same_apply(session, tmp_path):
+    """A namespace's lo exists as soon as the namespace does: a later batch
+    addressing it needs its ifindex without any device having been created
+    (this failed with "no such device in the kernel: t1")."""
+    desired = model_of(textwrap.dedent("""\
+        netns t1
+        auto lo
+        iface lo inet loopback
+            netns t1
+            address 10.0.0.1/32
+        """), tmp_path)
+    assert apply(desired, session).verified
+    assert addresses("t1", "lo") == ["10.0.0.1/32", "127.0.0.1/8"]
+    assert apply(desired, session).requests == 0

@@ -1,0 +1,118 @@
+"""The embedded iSCSI target inside netcfgd, driven by the namespace lifecycle.
+
+    config loaded   -> volumes and targets known; the data path starts (only
+                       when the config has any)
+    pass succeeded  -> every configured namespace that has targets is handed
+                       to the data path (its fd and identity), and the
+                       portals of those namespaces open: their addresses
+                       exist now, because the pass made the namespace equal
+                       to the config
+    namespace going -> its listeners and sessions close before netcfgd
+                       removes it, or as soon as it is found deleted
+
+Portals open after the pass, never before it: a portal's address may be one
+the same pass adds. Changing one target (re-reading its secrets, adding a
+LUN) touches that target only; other tenants' sessions go on
+(`TargetService.apply` calls the data path only for what changed).
+
+A storage error (a CHAP secret file with the wrong owner, a backing file
+that cannot be opened, a portal address the namespace does not have) never
+stops the daemon or the network reconcile: it is logged, shown by
+`netcfg status`, and tried again after the next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from netcfg.compile.model import Model
+from netcfg.errors import NetcfgError
+
+from netcfgd.hooks import NamespaceHooks
+
+
+class StorageHooks(NamespaceHooks):
+    """NamespaceHooks that serve the config's volumes and targets."""
+
+    def __init__(self, log: logging.Logger, open_netns: Callable[[str], Any]):
+        super().__init__(log)
+        self.open_netns = open_netns          # name -> netcfg.kernel.ns.Netns
+        self.service: Any = None              # a netcfgd.dataplane.TargetService
+        self.model: Model | None = None
+        self.ready: set[str] = set()          # namespaces configured by a pass
+        self.error: str | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def load(self, model: Model) -> None:
+        """A config was loaded. Nothing is opened yet: the next pass may be
+        what creates the namespaces and addresses the portals need."""
+        self.model = model
+
+    def configured(self, name: str) -> None:
+        super().configured(name)
+        self.ready.add(name)
+
+    def removing(self, name: str) -> None:
+        super().removing(name)
+        self.ready.discard(name)
+        if self.service is not None and name in self.service.namespaces:
+            self.service.remove_namespace(name)
+            self.log.info(f"storage: {_where(name)}: listeners and sessions closed",
+                          extra={"NETCFG_NETNS": name})
+
+    def after_pass(self) -> None:
+        """Serve what the config asks for in the namespaces that are ready."""
+        model = self.model
+        if model is None or (self.service is None and not (model.volumes or model.targets)):
+            return
+        try:
+            if self.service is None:
+                self.service = _start_dataplane()
+                self.log.info("storage: embedded iSCSI target started")
+            for name in self.service.namespaces_needed(model):
+                if name in self.ready and name not in self.service.namespaces:
+                    self.service.add_namespace(self.open_netns(name))
+            self.service.apply(model)
+        except (NetcfgError, OSError, ValueError) as e:
+            if str(e) != self.error:
+                self.log.error(f"storage: {e}; other targets and the network are not "
+                               f"affected; retried after the next pass")
+            self.error = str(e)
+            return
+        if self.error is not None:
+            self.log.info("storage: serving every target again")
+        self.error = None
+
+    def close(self) -> None:
+        if self.service is not None:
+            self.service.dp.shutdown()
+            self.service = None
+
+    # ---------------------------------------------------------------- status
+
+    def status_json(self) -> dict[str, Any]:
+        if self.service is None:
+            return {"running": False, "error": self.error, "targets": []}
+        sessions = self.service.sessions()
+        return {
+            "running": True,
+            "error": self.error,
+            "targets": [{"iqn": spec.iqn, "netns": spec.netns,
+                         "portals": [f"{a}:{p}" for a, p in spec.portals],
+                         "serving": spec.netns in self.service.namespaces,
+                         "sessions": sessions.get(spec.iqn, 0)}
+                        for _, spec in sorted(self.service.targets.items())],
+        }
+
+
+def _where(name: str) -> str:
+    return f"netns {name}" if name else "host"
+
+
+def _start_dataplane() -> Any:
+    from netcfgd import _dataplane
+    from netcfgd.dataplane import TargetService
+
+    return TargetService(_dataplane.Dataplane())
