@@ -138,7 +138,7 @@ test-dataplane: venv dataplane-deps
 	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/dataplane; \
 	else echo "test-dataplane: pytest tier skipped (needs root for namespaces)"; fi
 
-demo: venv
+demo: venv kernel-deps
 	@echo "== render: $(EXAMPLE)"; $(NETCFG) render -c $(EXAMPLE) | head -30; echo "   ..."
 	@echo; echo "== check"; $(NETCFG) check -c $(EXAMPLE)
 	@echo; echo "== lowering, on the per-VLAN bridge example"
