@@ -17,7 +17,7 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Any, Iterator
+from typing import Any
 
 from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_OK, UsageError
 
@@ -344,27 +344,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@contextlib.contextmanager
-def _apply_lock() -> Iterator[None]:
+def _apply_lock() -> contextlib.AbstractContextManager:
     """Serialise applies: a second one waits and says for whom."""
-    import fcntl
-
+    from netcfg.applylock import apply_lock
     from netcfg.confirm import run_dir
 
-    directory = run_dir()
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd = os.open(os.path.join(directory, "apply.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
-                 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            print(f"netcfg: waiting for another apply (pid {holder}) to finish",
-                  file=sys.stderr)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)
+    def waiting(holder: str) -> None:
+        print(f"netcfg: waiting for another apply (pid {holder}) to finish", file=sys.stderr)
+
+    return apply_lock(run_dir(), waiting)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
-import fcntl
 import gc
 import json
 import logging
@@ -28,10 +27,11 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from netcfg import __version__
 from netcfg.apply import ApplyResult, Selection, apply
+from netcfg.applylock import apply_lock
 from netcfg.client import socket_path
 from netcfg.compile import DEFAULT_CONFIG, ConfigSource, compile_config
 from netcfg.compile.model import Model
@@ -146,20 +146,10 @@ class Daemon:
             for s in self._wakeup:
                 s.close()
 
-    @contextlib.contextmanager
-    def apply_lock(self) -> Iterator[None]:
-        """The CLI's apply lock (netcfg/cli_kernel.py), held while a pass writes:
+    def apply_lock(self) -> contextlib.AbstractContextManager:
+        """The CLI's apply lock (netcfg/applylock.py), held while a pass writes:
         a `netcfg` that does not go through the daemon waits for it."""
-        os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
-        fd = os.open(os.path.join(self.run_dir, "apply.lock"),
-                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            yield
-        finally:
-            os.close(fd)
+        return apply_lock(self.run_dir)
 
     # ---------------------------------------------------------------- signals
 

@@ -9,7 +9,6 @@ the tier; root in the host's network or mount namespace stops the whole run.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
@@ -18,50 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox import NETNS_RUN_DIR, enter_or_refuse
 
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
 from netcfg.kernel.session import KernelSession
 from netcfg.kernel.tags import NETCFG_GROUP
 
 HERE = Path(__file__).parent
-RUN_DIR = "/run/netns"     # where iproute2 looks: `ip -n NAME` must see ours
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _outermost_ns_inode(kind: str) -> int:
-    """The namespace this process tree started in: PID 1's, or, where PID 1
-    cannot be read (a container's may deny it even to root), that of the
-    farthest ancestor that can. Ours when none can: then we refuse to run."""
-    found = os.stat(f"/proc/self/ns/{kind}").st_ino
-    pid = os.getppid()
-    try:
-        while pid > 1:
-            found = os.stat(f"/proc/{pid}/ns/{kind}").st_ino
-            status = Path(f"/proc/{pid}/status").read_text()
-            pid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
-        found = os.stat(f"/proc/1/ns/{kind}").st_ino
-    except OSError:
-        pass
-    return found
-
-
-def _mount(source: str, target: str, fstype: str, flags: int = 0, data: str | None = None) -> None:
-    if libc.mount(source.encode(), target.encode(), fstype.encode(), ctypes.c_ulong(flags),
-                  data.encode() if data else None):
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {fstype} on {target}: {os.strerror(err)}")
-
-
-def _enter_sandbox() -> None:
-    """Private, empty /run/netns; lo up. Only ever called inside the sandbox."""
-    if os.path.isdir(RUN_DIR):
-        _mount("tmpfs", RUN_DIR, "tmpfs", 0, "mode=755")
-    else:
-        # Creating /run/netns would leave an empty directory on the host's
-        # /run; a private tmpfs over /run leaves nothing (tests need no /run).
-        _mount("tmpfs", "/run", "tmpfs", 0, "mode=755")
-        os.mkdir(RUN_DIR, 0o755)
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+RUN_DIR = NETNS_RUN_DIR
 
 
 SKIP_REASON = None
@@ -70,13 +33,7 @@ if os.geteuid() != 0:
 elif shutil.which("ip") is None:
     SKIP_REASON = "kernel tests read state back with iproute2: install iproute2"
 else:
-    if os.stat("/proc/self/ns/net").st_ino == _outermost_ns_inode("net"):
-        pytest.exit("kernel tests must run inside a private network namespace: make test-kernel",
-                    returncode=4)
-    if os.stat("/proc/self/ns/mnt").st_ino == _outermost_ns_inode("mnt"):
-        pytest.exit("kernel tests must run inside a private mount namespace: make test-kernel",
-                    returncode=4)
-    _enter_sandbox()
+    enter_or_refuse("test-kernel")
 
 
 def pytest_collection_modifyitems(config, items):
