@@ -27,6 +27,26 @@ $(IFUPDOWN2_DIR)/.stamp:
 
 ifupdown2-examples: $(IFUPDOWN2_DIR)/.stamp
 
+# The Linux open-iscsi initiator (iscsiadm, iscsid) for the VM tier's iSCSI
+# test (tests/kernel/test_vm_iscsi.py), unpacked into .cache/ with the two
+# libraries it needs and never installed: the package enables iscsid.socket and
+# open-iscsi.service, which would start an initiator on the host.
+OPEN_ISCSI_DIR := .cache/open-iscsi
+OPEN_ISCSI_DEBS := open-iscsi libopeniscsiusr libisns0
+.PHONY: iscsi-initiator
+$(OPEN_ISCSI_DIR)/.stamp:
+	@rm -rf .cache/deb/open-iscsi && mkdir -p .cache/deb/open-iscsi $(OPEN_ISCSI_DIR)
+	@cd .cache/deb/open-iscsi && { apt-get download $(OPEN_ISCSI_DEBS) >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get download $(OPEN_ISCSI_DEBS) >/dev/null 2>&1; }; } \
+	  || { echo "cannot download Debian's open-iscsi (apt-get download $(OPEN_ISCSI_DEBS))"; exit 1; }
+	for deb in .cache/deb/open-iscsi/*.deb; do dpkg-deb -x $$deb $(OPEN_ISCSI_DIR) || exit 1; done
+	@LD_LIBRARY_PATH=$(OPEN_ISCSI_DIR)/usr/lib/x86_64-linux-gnu ldd $(OPEN_ISCSI_DIR)/sbin/iscsid \
+	  $(OPEN_ISCSI_DIR)/sbin/iscsiadm | grep 'not found' \
+	  && { echo "open-iscsi needs libraries this host lacks (above)"; exit 1; } || true
+	@touch $@
+
+iscsi-initiator: $(OPEN_ISCSI_DIR)/.stamp
+
 # The benchmarks run Debian's ifupdown2 itself (sandboxed), so they install it:
 # do that on a test machine, not a host whose networking you care about.
 BENCH_PACKAGES := ifupdown2 python3-mako
@@ -69,12 +89,13 @@ test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane
 # nothing the tests create (namespaces, devices, mounts) reaches the host;
 # tests/kernel/conftest.py refuses to run anywhere else. Without root it skips.
 # The VM tier: what the host kernel cannot do (8021q, dummy, vrf, bonding,
-# bridge VLAN filtering; lowering proved by traffic), in Debian's 6.12 kernel
+# bridge VLAN filtering; lowering proved by traffic; the open-iscsi initiator
+# against netcfgd's target, which needs iscsi_tcp), in Debian's 6.12 kernel
 # booted with virtme-ng under qemu (TCG: ~40 s to boot). Root only; inside the
 # VM the tests run in a private network namespace as on the host.
 VM_KERNEL_PKG := linux-image-6.12-amd64
 VM_PACKAGES := $(VM_KERNEL_PKG) qemu-system-x86 busybox-static iputils-ping
-VM_TESTS := tests/kernel/test_vm_kinds.py tests/kernel/test_vm_vni.py \
+VM_TESTS := tests/kernel/test_vm_kinds.py tests/kernel/test_vm_vni.py tests/kernel/test_vm_iscsi.py \
 	tests/kernel/test_read.py::test_vlan_aware_bridge_port_vlans_and_vni_map \
 	tests/kernel/test_read.py::test_vlan_vrf_bond_and_dummy
 vm-deps: venv
@@ -86,7 +107,7 @@ vm-deps: venv
 	fi
 	@$(VENV)/bin/vng --version >/dev/null 2>&1 || $(PY) -m pip install -q virtme-ng
 
-test-vm: vm-deps
+test-vm: vm-deps iscsi-initiator
 	@if [ "$$(id -u)" != 0 ]; then echo "test-vm: skipped (needs root)"; exit 0; fi; \
 	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 900 vng --run $$kernel --disable-kvm \
