@@ -159,6 +159,29 @@ test-dataplane: venv dataplane-deps
 	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/dataplane; \
 	else echo "test-dataplane: pytest tier skipped (needs root for namespaces)"; fi
 
+# The Debian package (docs/debian.md): built from a clean copy of the tree with
+# Debian's own toolchain into .cache/deb/. test-deb lints it, then installs it
+# with apt into a debootstrapped bookworm booted under qemu (tests/deb/: ~10
+# minutes cold). Root only: it installs build tools with apt, never the
+# package itself (that goes into the test's root filesystem only).
+.PHONY: deb-deps deb test-deb
+DEB_PACKAGES := debhelper dh-python pybuild-plugin-pyproject python3-all python3-setuptools \
+	python3-wheel python3-mako python3-jsonschema cargo-web rustc-web fakeroot git \
+	lintian debootstrap qemu-system-x86 $(VM_KERNEL_PKG) e2fsprogs
+deb-deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages to build and test the .deb: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+deb: deb-deps
+	tests/deb/build-deb.sh .cache/deb
+
+test-deb: deb-deps
+	tests/deb/test-deb.sh
+
 demo: venv kernel-deps
 	@echo "== render: $(EXAMPLE)"; $(NETCFG) render -c $(EXAMPLE) | head -30; echo "   ..."
 	@echo; echo "== check"; $(NETCFG) check -c $(EXAMPLE)

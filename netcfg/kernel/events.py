@@ -25,6 +25,7 @@ import struct
 from dataclasses import dataclass
 from typing import Iterator
 
+from netcfg.errors import NetcfgError
 from netcfg.kernel.nlmsg import (
     IFA_PROTO, IFADDRMSG, IFINFOMSG, IFLA_IFNAME, NETLINK_ADD_MEMBERSHIP, NETLINK_LISTEN_ALL_NSID,
     NETLINK_ROUTE, NETNSA_NSID, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN,
@@ -110,7 +111,13 @@ class EventSocket:
                 sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
             except PermissionError:   # without CAP_NET_ADMIN: what rmem_max allows
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-            sock.setsockopt(SOL_NETLINK, NETLINK_LISTEN_ALL_NSID, 1)
+            try:
+                sock.setsockopt(SOL_NETLINK, NETLINK_LISTEN_ALL_NSID, 1)
+            except PermissionError:
+                # The kernel checks CAP_NET_BROADCAST here, not CAP_NET_ADMIN.
+                raise NetcfgError("cannot hear every namespace on one socket "
+                                  "(NETLINK_LISTEN_ALL_NSID): this needs CAP_NET_BROADCAST; "
+                                  "add it to the unit's CapabilityBoundingSet=") from None
             for group in groups:
                 sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
             sock.setblocking(False)

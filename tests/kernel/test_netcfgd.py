@@ -106,8 +106,10 @@ class Netcfgd:
     AF_UNIX datagram socket this object reads) and its own run dir."""
 
     def __init__(self, tmp: Path, config: Path, watchdog_usec: int | None = None,
-                 run_dir: Path | None = None, args: tuple[str, ...] = ()):
+                 run_dir: Path | None = None, args: tuple[str, ...] = (),
+                 prefix: tuple[str, ...] = ()):
         self.tmp = tmp
+        self.prefix = prefix            # e.g. setpriv, to run with fewer capabilities
         self.config = config
         self.run_dir = run_dir or tmp / "run"
         self.notify_path = str(tmp / "notify.sock")
@@ -145,7 +147,8 @@ class Netcfgd:
             env["WATCHDOG_USEC"] = str(self.watchdog_usec)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "netcfgd", "-c", str(self.config), "-v", *self.args],
+                [*self.prefix, sys.executable, "-m", "netcfgd", "-c", str(self.config), "-v",
+                 *self.args],
                 env=env, stdout=log, stderr=log, cwd="/")
         if ready:
             self.wait_message(lambda m: "READY=1" in m, timeout, "READY=1")
@@ -487,3 +490,27 @@ def test_namespace_hooks_are_told_configured_and_removing(session):
     assert calls == [("removing", "b")]                      # before the pass removes it
     reconciler.reconcile(None)
     assert "b" not in os.listdir("/run/netns")
+
+
+def unit_capabilities() -> list[str]:
+    """CapabilityBoundingSet= of daemon/netcfgd.service, as setpriv spells them."""
+    for line in (REPO / "daemon" / "netcfgd.service").read_text().splitlines():
+        if line.startswith("CapabilityBoundingSet="):
+            return [c.lower().removeprefix("cap_") for c in line.split("=", 1)[1].split()]
+    raise AssertionError("the unit sets no CapabilityBoundingSet=")
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_runs_with_only_the_units_capabilities(make_daemon):
+    """systemd gives netcfgd only the unit's CapabilityBoundingSet: the kernel
+    tier, running as unconfined root, missed that NETLINK_LISTEN_ALL_NSID
+    needs CAP_NET_BROADCAST (the booted Debian test found it)."""
+    caps = unit_capabilities()
+    bounding = "-all," + ",".join(f"+{c}" for c in caps)
+    daemon = make_daemon(TENANTS, prefix=("setpriv", f"--bounding-set={bounding}",
+                                          f"--inh-caps={bounding}"))
+    assert daemon.status()["daemon"]["ready"]
+    # It still repairs drift with no more than that.
+    ip("-n", "red", "addr", "del", "10.0.1.2/30", "dev", "eth0")
+    wait_for(lambda: addresses("red", "eth0") == {"10.0.1.2/30"}, REPAIR_BOUND_S * 5,
+             "the address repaired")
