@@ -30,8 +30,10 @@ def main() -> int:
     p.add_argument("--addr", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3260)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-io-uring", action="store_true", help="synchronous backing I/O")
+    p.add_argument("--batch-writes", action="store_true", help="batch writes as well as reads")
     a = p.parse_args()
-    dp = load(a.so).Dataplane(threads=a.threads)
+    dp = load(a.so).Dataplane(threads=a.threads, io_uring=not a.no_io_uring, batch_writes=a.batch_writes)
     with open("/proc/self/ns/net") as ns:
         import os
         import socket
@@ -44,6 +46,7 @@ def main() -> int:
     dp.set_target("", a.iqn, {0: "bench"})
     dp.add_portal("", a.addr, a.port)
     print("ready", flush=True)
+    print(f"io_engine: {dp.stats()['io_engine']}", file=sys.stderr, flush=True)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
     dp.shutdown()

@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """netcfgd's embedded iSCSI target against Debian's tgt, same backing file,
-same client (libiscsi's iscsi-perf), interleaved runs, loopback.
+same clients, interleaved runs, loopback.
 
-    sudo .venv/bin/python bench/iscsi/run.py [--rounds 3] [--seconds 8]
+    sudo .venv/bin/python bench/iscsi/run.py [--rounds 3] [--seconds 8] [--syscalls] [--compare-sync]
 
 Root only: it re-runs itself inside `unshare --net --mount` (private
 loopback; tmpfs over /run so tgtd's control socket never reaches the host).
-Workloads: 4k random read QD32 (iscsi-perf -r -m 32 -b 8) and 128k
-sequential read QD32 (-m 32 -b 256). Per run: IOPS (iscsi-perf's average)
-and the target's CPU time per I/O (/proc/PID/stat). With --syscalls, one
-extra short run per target under `strace -c -f` counts syscalls per I/O.
-Prints a table and the ratio ours/tgt; docs/benchmarks.md records results.
+Workloads: 4k random read QD32 (libiscsi's iscsi-perf -r -m 32 -b 8), 128k
+sequential read QD32 (-m 32 -b 256), and 4k random write QD32 (wperf.c here,
+built against libiscsi: iscsi-perf only reads). Per run: IOPS and the
+target's CPU time per I/O (/proc/PID/stat). With --syscalls, one extra short
+run per target and random workload under `strace -c -f` counts syscalls per
+I/O. --compare-sync adds two more targets: ours with io_uring switched off
+(netcfgd-sync: every backing transfer a pread/pwrite) and ours batching
+writes as well as reads (netcfgd-bw), to show what batching buys on the
+same machine state. Prints a table and the ratio ours/tgt;
+docs/benchmarks.md records results.
 """
 
 from __future__ import annotations
@@ -30,9 +35,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 IQN = "iqn.2024-01.org.netcfg.bench"
 OURS_PORT, TGT_PORT = 3260, 3261
+# Variants of ours (--compare-sync): name -> (port, ours.py flags).
+VARIANTS = {"netcfgd-sync": (3262, ["--no-io-uring"]), "netcfgd-bw": (3263, ["--batch-writes"])}
 TICK = os.sysconf("SC_CLK_TCK")
-WORKLOADS = {"4k-randread-qd32": ["-r", "-m", "32", "-b", "8"],
-             "128k-seqread-qd32": ["-m", "32", "-b", "256"]}
+# workload: (client, its arguments); "perf" is iscsi-perf, "wperf" wperf.c.
+WORKLOADS = {"4k-randread-qd32": ("perf", ["-r", "-m", "32", "-b", "8"]),
+             "128k-seqread-qd32": ("perf", ["-m", "32", "-b", "256"]),
+             "4k-randwrite-qd32": ("wperf", ["-m", "32", "-b", "8"])}
+WPERF = "/tmp/netcfg-bench-wperf"
 
 
 def sandbox() -> None:
@@ -59,19 +69,27 @@ def release_so() -> str:
     return str(crate / "target/release/lib_dataplane.so")
 
 
+def build_wperf() -> None:
+    """The write load generator, built against libiscsi (libiscsi-dev)."""
+    subprocess.run(["cc", "-O2", "-Wall", "-o", WPERF, str(ROOT / "bench/iscsi/wperf.c"), "-liscsi"],
+                   check=True)
+
+
 class Ours:
     name = "netcfgd"
 
-    def __init__(self, so: str, backing: str, threads: int | None):
+    def __init__(self, so: str, backing: str, threads: int | None, variant: str | None = None):
+        port, flags = VARIANTS[variant] if variant else (OURS_PORT, [])
+        self.name = variant or self.name
         args = [sys.executable, str(ROOT / "bench/iscsi/ours.py"), "--so", so, "--backing", backing,
-                "--iqn", f"{IQN}:ours", "--port", str(OURS_PORT)]
+                "--iqn", f"{IQN}:{self.name}", "--port", str(port), *flags]
         if threads:
             args += ["--threads", str(threads)]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         if self.proc.stdout.readline().strip() != "ready":
             raise RuntimeError("netcfgd's target did not start")
         self.pid = self.proc.pid
-        self.url = f"iscsi://127.0.0.1:{OURS_PORT}/{IQN}:ours/0"
+        self.url = f"iscsi://127.0.0.1:{port}/{IQN}:{self.name}/0"
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
@@ -111,23 +129,28 @@ class Tgt:
             self.proc.kill()
 
 
-def perf(url: str, args: list[str], seconds: int) -> float:
-    r = subprocess.run(["timeout", "-s", "INT", str(seconds), "iscsi-perf", *args, url],
-                       capture_output=True, text=True)
-    averages = re.findall(r"iops average (\d+)", r.stdout + r.stderr)
-    if not averages:
-        raise RuntimeError(f"iscsi-perf printed no result for {url}: {(r.stdout + r.stderr)[-500:]}")
-    return float(averages[-1])
+def perf(url: str, workload: tuple[str, list[str]], seconds: int) -> float:
+    client, args = workload
+    if client == "wperf":
+        r = subprocess.run([WPERF, *args, "-t", str(seconds), url], capture_output=True, text=True)
+        found = re.findall(r"^iops (\d+)", r.stdout, re.M)
+    else:
+        r = subprocess.run(["timeout", "-s", "INT", str(seconds), "iscsi-perf", *args, url],
+                           capture_output=True, text=True)
+        found = re.findall(r"iops average (\d+)", r.stdout + r.stderr)
+    if not found:
+        raise RuntimeError(f"{client} printed no result for {url}: {(r.stdout + r.stderr)[-500:]}")
+    return float(found[-1])
 
 
-def syscalls_per_io(target, args: list[str], seconds: int) -> float:
+def syscalls_per_io(target, workload: tuple[str, list[str]], seconds: int) -> float:
     """Count the target's syscalls under strace during one run (slower: only
     the count per I/O is used)."""
     out = Path(f"/tmp/netcfg-bench-strace-{target.name}")
     st = subprocess.Popen(["strace", "-c", "-f", "-o", str(out), "-p", str(target.pid)],
                           stderr=subprocess.DEVNULL)
     time.sleep(0.5)
-    iops = perf(target.url, args, seconds)
+    iops = perf(target.url, workload, seconds)
     st.send_signal(signal.SIGINT)
     st.wait(10)
     total = re.search(r"^\s*100\.00\s+\S+\s+\S+\s+(\d+)", out.read_text(), re.M)
@@ -142,59 +165,67 @@ def main() -> int:
     ap.add_argument("--size-mib", type=int, default=256)
     ap.add_argument("--threads", type=int, default=None, help="our event loops (default: CPUs)")
     ap.add_argument("--syscalls", action="store_true", help="also count syscalls per I/O (strace)")
+    ap.add_argument("--compare-sync", action="store_true",
+                    help="also run ours with io_uring off (netcfgd-sync) and with writes "
+                         "batched too (netcfgd-bw)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("bench/iscsi/run.py needs root (namespaces, tgtd)", file=sys.stderr)
         return 2
-    for tool in ("iscsi-perf", "tgtd", "tgtadm", "cargo"):
+    for tool in ("iscsi-perf", "tgtd", "tgtadm", "cargo", "cc"):
         if not shutil.which(tool):
-            print(f"missing {tool}: apt-get install libiscsi-bin tgt (and a Rust toolchain)",
-                  file=sys.stderr)
+            print(f"missing {tool}: apt-get install libiscsi-bin libiscsi-dev tgt gcc "
+                  "(and a Rust toolchain)", file=sys.stderr)
             return 2
     sandbox()
     so = release_so()
+    build_wperf()
     backing = "/tmp/netcfg-bench.img"
     with open(backing, "wb") as f:   # real data, read once so both serve from page cache
         for _ in range(a.size_mib):
             f.write(os.urandom(1 << 20))
     targets = [Ours(so, backing, a.threads), Tgt(backing)]
+    if a.compare_sync:
+        targets += [Ours(so, backing, a.threads, v) for v in VARIANTS]
     results = {(w, t.name): {"iops": [], "cpu_us": []} for w in WORKLOADS for t in targets}
     syscalls = {}
     try:
         for t in targets:            # warm up: page cache, sessions
             perf(t.url, WORKLOADS["4k-randread-qd32"], 2)
+            perf(t.url, WORKLOADS["4k-randwrite-qd32"], 2)
         for rnd in range(a.rounds):
-            for workload, args in WORKLOADS.items():
+            for workload, spec in WORKLOADS.items():
                 order = targets if rnd % 2 == 0 else targets[::-1]
                 for t in order:
                     before = cpu_ticks(t.pid)
-                    iops = perf(t.url, args, a.seconds)
+                    iops = perf(t.url, spec, a.seconds)
                     cpu = (cpu_ticks(t.pid) - before) / TICK
                     r = results[(workload, t.name)]
                     r["iops"].append(iops)
                     r["cpu_us"].append(cpu * 1e6 / (iops * a.seconds))
         if a.syscalls:
-            for t in targets:
-                syscalls[t.name] = syscalls_per_io(t, WORKLOADS["4k-randread-qd32"], 3)
+            for workload in ("4k-randread-qd32", "4k-randwrite-qd32"):
+                for t in targets:
+                    syscalls[(workload, t.name)] = syscalls_per_io(t, WORKLOADS[workload], 3)
     finally:
         for t in targets:
             t.stop()
         os.unlink(backing)
     print(f"# {a.rounds} interleaved rounds x {a.seconds} s, loopback, {a.size_mib} MiB file, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'workload':20} {'target':8} {'IOPS (median)':>14} {'MB/s':>8} {'CPU us/IO':>10}  runs")
-    for workload, args in WORKLOADS.items():
+    print(f"{'workload':20} {'target':12} {'IOPS (median)':>14} {'MB/s':>8} {'CPU us/IO':>10}  runs")
+    for workload, (_, args) in WORKLOADS.items():
         block = int(args[args.index("-b") + 1]) * 512
         for t in targets:
             r = results[(workload, t.name)]
             iops = statistics.median(r["iops"])
-            print(f"{workload:20} {t.name:8} {iops:14.0f} {iops * block / 1e6:8.0f} "
+            print(f"{workload:20} {t.name:12} {iops:14.0f} {iops * block / 1e6:8.0f} "
                   f"{statistics.median(r['cpu_us']):10.1f}  {', '.join(f'{x:.0f}' for x in r['iops'])}")
         ours = statistics.median(results[(workload, "netcfgd")]["iops"])
         tgt = statistics.median(results[(workload, "tgt")]["iops"])
         print(f"{workload:20} ratio netcfgd/tgt = {ours / tgt:.2f}")
-    for name, n in syscalls.items():
-        print(f"syscalls per 4k I/O ({name}, under strace): {n:.2f}")
+    for (workload, name), n in syscalls.items():
+        print(f"syscalls per I/O ({workload}, {name}, under strace): {n:.2f}")
     return 0
 
 

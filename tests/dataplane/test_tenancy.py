@@ -150,6 +150,12 @@ def test_recreate_loop_while_a_client_keeps_logging_in(dataplane, netns_dir, tmp
             cookie = [p["netns_cookie"] for p in dataplane.stats()["portals"] if p["netns"] == "churn"]
             assert cookie == [ns.identity.cookie]
             cookies.add(cookie[0])
+            # The loop is faster than one client attempt cut short by a
+            # removal (libiscsi retries it for 5 s): keep an incarnation up
+            # until the background client has got in at least once.
+            deadline = time.monotonic() + 15
+            while results["ok"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
             dataplane.remove_namespace("churn")
             ns.close()
             netns_dir.delete("churn")

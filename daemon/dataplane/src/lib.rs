@@ -9,6 +9,7 @@
 //! thread that enters namespaces to make listeners; `dataplane` ties them
 //! together behind the API `python` exposes.
 
+pub mod batch;
 pub mod dataplane;
 pub mod digest;
 pub mod iscsi;
@@ -16,6 +17,7 @@ pub mod md5;
 pub mod netns;
 pub mod reactor;
 pub mod registry;
+pub mod uring;
 
 #[cfg(feature = "python")]
 mod python;

@@ -62,17 +62,24 @@ impl PyDataplane {
     /// namespace helper thread. `ping_idle`/`ping_timeout` (seconds): when an
     /// idle connection gets a NOP-In, and how long its answer may take.
     #[new]
-    #[pyo3(signature = (threads=None, ping_idle=10.0, ping_timeout=30.0))]
-    fn new(py: Python<'_>, threads: Option<usize>, ping_idle: f64, ping_timeout: f64) -> PyResult<Self> {
+    /// `io_uring=False`, or NETCFGD_IO_URING=0 in the environment, runs
+    /// every backing transfer synchronously (as does a kernel that refuses
+    /// io_uring; `stats()["io_engine"]` says which). `batch_writes=True`
+    /// (or NETCFGD_IO_URING=writes) batches writes as well as reads.
+    #[pyo3(signature = (threads=None, ping_idle=10.0, ping_timeout=30.0, io_uring=true, batch_writes=false))]
+    fn new(py: Python<'_>, threads: Option<usize>, ping_idle: f64, ping_timeout: f64, io_uring: bool, batch_writes: bool) -> PyResult<Self> {
         if !(ping_idle > 0.0 && ping_timeout > 0.0) {
             return Err(PyValueError::new_err("ping_idle and ping_timeout must be positive"));
         }
+        let env = std::env::var("NETCFGD_IO_URING").ok();
         let opts = Options {
             threads: threads.unwrap_or(0),
             timers: Timers {
                 ping_idle: Duration::from_secs_f64(ping_idle),
                 ping_timeout: Duration::from_secs_f64(ping_timeout),
             },
+            io_uring: io_uring && env.as_deref() != Some("0"),
+            batch_writes: batch_writes || env.as_deref() == Some("writes"),
         };
         let dp = py.allow_threads(|| Dataplane::start(opts)).map_err(to_py)?;
         Ok(PyDataplane { inner: Arc::new(dp) })
@@ -155,6 +162,7 @@ impl PyDataplane {
         let s = self.inner.stats();
         let d = PyDict::new(py);
         d.set_item("threads", s.threads)?;
+        d.set_item("io_engine", &s.io_engine)?;
         for (k, v) in &s.counters {
             d.set_item(*k, *v)?;
         }

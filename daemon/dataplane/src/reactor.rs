@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::batch::IoEngine;
 use crate::iscsi::conn::{Close, ConnCtx, Connection, Timers};
 use crate::iscsi::params::Limits;
 use crate::registry::Registry;
@@ -75,6 +76,10 @@ struct Shared {
     registry: Arc<Registry>,
     limits: Limits,
     timers: Timers,
+    /// Batch backing I/O on an io_uring per loop (where the kernel allows),
+    /// reads only or writes too.
+    io_uring: bool,
+    batch_writes: bool,
     next: AtomicUsize,
     handles: Vec<Arc<Handle>>,
 }
@@ -93,7 +98,7 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 impl Reactor {
-    pub fn start(threads: usize, registry: Arc<Registry>, limits: Limits, timers: Timers) -> io::Result<Reactor> {
+    pub fn start(threads: usize, registry: Arc<Registry>, limits: Limits, timers: Timers, io_uring: bool, batch_writes: bool) -> io::Result<Reactor> {
         let threads = threads.max(1);
         let mut handles = Vec::new();
         let mut receivers = Vec::new();
@@ -104,16 +109,29 @@ impl Reactor {
             handles.push(Arc::new(Handle { tx: Mutex::new(tx), efd, thread: Mutex::new(None) }));
             receivers.push(rx);
         }
-        let shared = Arc::new(Shared { registry, limits, timers, next: AtomicUsize::new(0), handles: handles.clone() });
+        let shared = Arc::new(Shared { registry, limits, timers, io_uring, batch_writes, next: AtomicUsize::new(0), handles: handles.clone() });
+        let (ready_tx, ready_rx) = mpsc::channel::<()>();
         for (i, rx) in receivers.into_iter().enumerate() {
             let shared = shared.clone();
             let efd = handles[i].efd.as_raw_fd();
+            let ready = ready_tx.clone();
             let t = std::thread::Builder::new().name(format!("netcfgd-io{i}")).spawn(move || {
-                if let Err(e) = Worker::new(i, shared, rx, efd).and_then(|mut w| w.run()) {
+                let w = Worker::new(i, shared, rx, efd);
+                // Its I/O engine is known now: stats() can report it.
+                let _ = ready.send(());
+                drop(ready);
+                if let Err(e) = w.and_then(|mut w| w.run()) {
                     eprintln!("netcfgd dataplane: event loop {i} stopped: {e}");
                 }
             })?;
             *handles[i].thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        }
+        drop(ready_tx);
+        // Every loop reports once; a thread that died first drops its sender.
+        for _ in 0..threads {
+            if ready_rx.recv().is_err() {
+                break;
+            }
         }
         Ok(Reactor { shared: Arc::new(Mutex::new(Some(shared))), handles })
     }
@@ -163,6 +181,8 @@ struct Worker {
     listeners: HashMap<u64, ListenerSpec>,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
+    /// This loop's backing I/O (one io_uring, made on this thread).
+    io: IoEngine,
 }
 
 enum Drive {
@@ -174,7 +194,9 @@ impl Worker {
     fn new(index: usize, shared: Arc<Shared>, rx: mpsc::Receiver<Cmd>, efd: RawFd) -> io::Result<Worker> {
         // SAFETY: plain syscall; the fd is owned right away.
         let epfd = unsafe { OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
-        let w = Worker { index, shared, rx, efd, epfd, listeners: HashMap::new(), slots: Vec::new(), free: Vec::new() };
+        let io = if shared.io_uring { IoEngine::batched(shared.batch_writes) } else { IoEngine::synchronous("io_uring switched off") };
+        shared.registry.set_io_engine(index, io.describe());
+        let w = Worker { index, shared, rx, efd, epfd, listeners: HashMap::new(), slots: Vec::new(), free: Vec::new(), io };
         w.ctl(libc::EPOLL_CTL_ADD, efd, libc::EPOLLIN as u32, EVENTFD_TOKEN)?;
         Ok(w)
     }
@@ -305,7 +327,12 @@ impl Worker {
 
     fn drive(&mut self, i: usize) {
         let Some(slot) = self.slots.get_mut(i).and_then(|s| s.as_mut()) else { return };
-        match drive_slot(slot) {
+        let batching = self.io.batching();
+        let r = drive_slot(slot, &mut self.io);
+        if batching && !self.io.batching() {
+            self.shared.registry.set_io_engine(self.index, self.io.describe());
+        }
+        match r {
             Drive::Wait => {}
             Drive::Close(_why) => self.close(i),
         }
@@ -343,7 +370,7 @@ impl Worker {
             let Some(slot) = self.slots[i].as_mut() else { continue };
             let r = slot.conn.tick(&mut slot.out, now, &timers);
             let r = match r {
-                Ok(()) => drive_slot(slot),
+                Ok(()) => drive_slot(slot, &mut self.io),
                 Err(c) => Drive::Close(c),
             };
             if let Drive::Close(_) = r {
@@ -356,7 +383,7 @@ impl Worker {
 /// Read what is there, run the protocol over whole PDUs, write the answers
 /// in one go. Edge-triggered: returns only when reading would block (or the
 /// output is stuck), so no readiness is lost.
-fn drive_slot(s: &mut Slot) -> Drive {
+fn drive_slot(s: &mut Slot, io: &mut IoEngine) -> Drive {
     let mut drained = false;
     let mut eof = false;
     loop {
@@ -384,7 +411,7 @@ fn drive_slot(s: &mut Slot) -> Drive {
                 Err(_) => return Drive::Close(Close("read error")),
             }
         }
-        let consumed = match s.conn.receive(&s.rx[s.start..s.end], &mut s.out, Instant::now()) {
+        let consumed = match s.conn.receive(&s.rx[s.start..s.end], &mut s.out, Instant::now(), io) {
             Ok(n) => n,
             Err(c) => {
                 let _ = flush(s);

@@ -108,6 +108,11 @@ pub struct Counters {
     pub protocol_errors: AtomicU64,
     pub digest_errors: AtomicU64,
     pub nops_sent: AtomicU64,
+    /// Batched backing I/O (src/batch.rs): batches run, transfers in them,
+    /// io_uring_enter calls they took.
+    pub io_batches: AtomicU64,
+    pub io_batched: AtomicU64,
+    pub io_uring_enters: AtomicU64,
 }
 
 impl Counters {
@@ -123,6 +128,8 @@ pub struct Registry {
     volumes: Mutex<HashMap<String, Arc<LogicalUnit>>>,
     next_tsih: AtomicU16,
     pub counters: Counters,
+    /// Each event loop's backing I/O engine ("io_uring" or "sync (why)").
+    io_engines: Mutex<Vec<String>>,
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the
@@ -137,6 +144,21 @@ pub fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 impl Registry {
     pub fn new() -> Registry {
         Registry { next_tsih: AtomicU16::new(1), ..Default::default() }
+    }
+
+    pub fn set_io_engine(&self, index: usize, what: String) {
+        let mut e = self.io_engines.lock().unwrap_or_else(|e| e.into_inner());
+        if e.len() <= index {
+            e.resize(index + 1, String::new());
+        }
+        e[index] = what;
+    }
+
+    /// The engines of the event loops: one line when they agree.
+    pub fn io_engine(&self) -> String {
+        let mut e = self.io_engines.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        e.dedup();
+        e.join("; ")
     }
 
     /// Add or replace a namespace. Returns the namespace it replaced (now

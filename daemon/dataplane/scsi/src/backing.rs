@@ -180,6 +180,31 @@ impl LogicalUnit {
         Ok(())
     }
 
+    pub(crate) fn raw_fd(&self) -> std::os::unix::io::RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Fills `buf` from byte `offset`; past the end of a file that shrank, zeros.
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => {
+                    buf[done..].iter_mut().for_each(|b| *b = 0);
+                    break;
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.file.write_all_at(buf, offset)
+    }
+
     /// Writes all of `buf` at block `lba`.
     pub(crate) fn write_at(&self, lba: u64, buf: &[u8]) -> io::Result<()> {
         self.file.write_all_at(buf, self.offset(lba))

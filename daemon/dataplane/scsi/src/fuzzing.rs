@@ -1,10 +1,11 @@
 //! A driver shared by the cargo-fuzz target (fuzz/) and the bounded random
 //! property test (tests/fuzz_cdb.rs): it turns arbitrary bytes into a
 //! sequence of commands, task management calls and nexus losses against a
-//! target, and asserts the invariants every completion must satisfy. Any
+//! target (every other command through the split path, `Target::plan`),
+//! and asserts the invariants every completion must satisfy. Any
 //! panic, in the driver's assertions or in the crate, is a finding.
 
-use crate::{opcodes, status, Nexus, Target};
+use crate::{opcodes, status, BlockIo, Completion, Nexus, Plan, Target};
 
 /// Byte cursor over the fuzz input; reads past the end yield zeros.
 struct Input<'a> {
@@ -75,8 +76,44 @@ pub fn exercise(target: &Target, input: &[u8]) {
         }
         let out_len = usize::from(u16::from_be_bytes([inp.byte(), inp.byte()])) % 9000;
         let data_out = pad(inp.take(out_len), out_len);
-        let c = target.execute(lun, &n, &cdb[..cdb_len], &data_out, &mut data_in);
+        // Every other command takes the split path a batching transport uses.
+        let c = if commands % 2 == 0 {
+            match target.plan(lun, &n, &cdb[..cdb_len], data_out.len()) {
+                Plan::Io(io) => perform(&io, &data_out, &mut data_in),
+                Plan::Done(c) => {
+                    data_in.clear();
+                    c
+                }
+                Plan::Execute => target.execute(lun, &n, &cdb[..cdb_len], &data_out, &mut data_in),
+            }
+        } else {
+            target.execute(lun, &n, &cdb[..cdb_len], &data_out, &mut data_in)
+        };
         check_completion(c.status, &c.sense, &data_in);
+    }
+}
+
+/// A planned transfer done the simplest way (one pread/pwrite), then finished.
+fn perform(io: &BlockIo, data_out: &[u8], data_in: &mut Vec<u8>) -> Completion {
+    assert!(!io.is_empty() && io.len() <= 8 << 20, "planned transfers are bounded");
+    data_in.clear();
+    if io.is_write() {
+        assert!(data_out.len() >= io.len(), "a planned write has its data");
+        let data = &data_out[..io.len()];
+        // SAFETY: data is valid for its length; the fd is held open by `io`.
+        let n = unsafe { libc::pwrite(io.fd(), data.as_ptr().cast(), data.len(), io.offset() as libc::off_t) };
+        let r = if n < 0 { Err(std::io::Error::last_os_error()) } else { Ok(n as usize) };
+        io.finish_write(r, data)
+    } else {
+        data_in.resize(io.len(), 0);
+        // SAFETY: data_in is valid for its length; the fd is held open by `io`.
+        let n = unsafe { libc::pread(io.fd(), data_in.as_mut_ptr().cast(), data_in.len(), io.offset() as libc::off_t) };
+        let r = if n < 0 { Err(std::io::Error::last_os_error()) } else { Ok(n as usize) };
+        let c = io.finish_read(r, data_in);
+        if c.status != status::GOOD {
+            data_in.clear();
+        }
+        c
     }
 }
 

@@ -6,7 +6,10 @@
 //! Interface contract with the transport (kept stable; see docs/scsi.md):
 //! - `Target::execute(lun, nexus, cdb, data_out, data_in) -> Completion`
 //!   where `data_in` is a reused buffer the transport owns (cleared by execute);
-//! - the transport never parses CDBs itself; it only needs `Completion`.
+//! - the transport never parses CDBs itself; it only needs `Completion`;
+//! - optionally, `Target::plan(lun, nexus, cdb, data_out_len) -> Plan` splits
+//!   a plain READ/WRITE into a transfer the transport performs itself (for
+//!   batching), finished with `BlockIo::finish_read`/`finish_write`.
 //!
 //! Commands run synchronously on the caller's thread: the transport already
 //! runs one event loop per core, so a blocking pread on that thread costs no
@@ -28,6 +31,7 @@ mod locks;
 mod misc;
 mod mode;
 mod opcodes;
+mod plan;
 mod pr;
 mod provisioning;
 mod reserve;
@@ -38,6 +42,7 @@ mod target;
 mod unit_attention;
 
 pub use backing::{LogicalUnit, LuOptions};
+pub use plan::{BlockIo, Plan, WriteOrderHold};
 pub use target::Target;
 
 /// Every supported command as (operation code, service action, name), in

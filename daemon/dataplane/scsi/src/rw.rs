@@ -3,6 +3,10 @@
 //! pwrite straight between the backing file and the transport's buffers.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::backing::LogicalUnit;
+use crate::plan::BlockIo;
 
 use crate::cdb;
 use crate::limits::Limits;
@@ -10,7 +14,7 @@ use crate::locks;
 use crate::opcodes::*;
 use crate::sense::{self, Sense};
 use crate::status;
-use crate::target::{Cmd, CmdResult};
+use crate::target::{Cmd, CmdResult, Lun};
 
 /// FUA: the data must reach stable storage before status (we advertise a
 /// volatile write cache, so this means fdatasync).
@@ -38,18 +42,57 @@ pub fn decode(cdb: &[u8]) -> (u64, u64, u16) {
 /// Common checks: transfer length within MAXIMUM TRANSFER LENGTH, range
 /// inside the medium. Returns the transfer size in bytes.
 fn check(cmd: &Cmd, lba: u64, len: u64, len_field: u16) -> Result<usize, Sense> {
-    if len > u64::from(Limits::for_unit(cmd.lu).max_transfer) {
+    check_unit(cmd.lu, lba, len, len_field)
+}
+
+fn check_unit(lu: &LogicalUnit, lba: u64, len: u64, len_field: u16) -> Result<usize, Sense> {
+    if len > u64::from(Limits::for_unit(lu).max_transfer) {
         return Err(Sense::invalid_cdb_field(len_field, None));
     }
-    if !cmd.lu.range_ok(lba, len) {
+    if !lu.range_ok(lba, len) {
         return Err(sense::LOGICAL_BLOCK_ADDRESS_OUT_OF_RANGE);
     }
-    Ok((len << cmd.lu.block_shift()) as usize)
+    Ok((len << lu.block_shift()) as usize)
 }
 
 /// The Data-Out buffer must hold the whole transfer.
 fn data_out<'a>(cmd: &Cmd<'a>, nbytes: usize, len_field: u16) -> Result<&'a [u8], Sense> {
     cmd.data_out.get(..nbytes).ok_or(Sense::invalid_cdb_field(len_field, None))
+}
+
+/// The split path (`Target::plan`): a plain READ or WRITE that passed the
+/// target's checks becomes one transfer, unless it has nothing to move or a
+/// write must be synced before status (those go through `execute`).
+pub(crate) fn plan(slot: &Arc<Lun>, cdb: &[u8], data_out_len: usize) -> Result<Option<BlockIo>, Sense> {
+    let write = matches!(cdb::u8_at(cdb, 0), WRITE_6 | WRITE_10 | WRITE_12 | WRITE_16);
+    let lu = &slot.lu;
+    if write {
+        if lu.read_only() {
+            return Err(sense::WRITE_PROTECTED);
+        }
+        if slot.software_write_protect.load(Ordering::Relaxed) {
+            return Err(sense::LOGICAL_UNIT_SOFTWARE_WRITE_PROTECTED);
+        }
+    }
+    let (lba, len, field) = decode(cdb);
+    let nbytes = check_unit(lu, lba, len, field)?;
+    if nbytes == 0 {
+        return Ok(None);
+    }
+    if write {
+        if data_out_len < nbytes {
+            return Err(Sense::invalid_cdb_field(field, None));
+        }
+        if needs_sync(cdb, slot) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(BlockIo::new(slot.clone(), write, lu.offset(lba), nbytes)))
+}
+
+/// The plain transfers `plan` takes.
+pub(crate) fn is_plain(opcode: u8) -> bool {
+    matches!(opcode, READ_6 | READ_10 | READ_12 | READ_16 | WRITE_6 | WRITE_10 | WRITE_12 | WRITE_16)
 }
 
 pub fn read(cmd: &mut Cmd) -> CmdResult {
@@ -75,11 +118,15 @@ pub fn write(cmd: &mut Cmd) -> CmdResult {
 /// FUA (not in the 6-byte CDBs, whose byte 1 is LBA) or a disabled write
 /// cache make a write durable before status.
 fn sync_if_needed(cmd: &Cmd) -> Result<(), Sense> {
-    let fua = cmd.cdb.len() > 6 && cdb::u8_at(cmd.cdb, 0) != WRITE_6 && cdb::u8_at(cmd.cdb, 1) & FUA != 0;
-    if fua || !cmd.lun.write_cache.load(Ordering::Relaxed) {
+    if needs_sync(cmd.cdb, cmd.lun) {
         cmd.lu.sync().map_err(|_| sense::WRITE_ERROR)?;
     }
     Ok(())
+}
+
+fn needs_sync(cdb: &[u8], lun: &Lun) -> bool {
+    let fua = cdb.len() > 6 && cdb::u8_at(cdb, 0) != WRITE_6 && cdb::u8_at(cdb, 1) & FUA != 0;
+    fua || !lun.write_cache.load(Ordering::Relaxed)
 }
 
 /// BYTCHK values (SBC-3 5.29, table 71).

@@ -14,6 +14,7 @@ use crate::opcodes::{self, CommandInfo};
 use crate::reserve::Reservations;
 use crate::sense::{self, Sense};
 use crate::unit_attention::UnitAttentions;
+use crate::plan::Plan;
 use crate::{status, tmf_response, Completion, Nexus};
 
 /// One LUN slot: the unit plus the state SPC keeps per logical unit.
@@ -162,6 +163,47 @@ impl Target {
         }
     }
 
+    /// The split path (docs/scsi.md, "Split I/O"): for a plain READ or
+    /// WRITE (6/10/12/16) runs the same checks as `execute` and returns the
+    /// transfer to perform (`Plan::Io`) or the answer (`Plan::Done`); for
+    /// anything else, and for writes that must be synced before status,
+    /// `Plan::Execute` without side effects. `data_out_len` is how many
+    /// Data-Out bytes the transport holds for a write.
+    pub fn plan(&self, lun: u64, nexus: &Nexus, cdb: &[u8], data_out_len: usize) -> Plan {
+        match cdb.first() {
+            Some(&op) if crate::rw::is_plain(op) => {}
+            _ => return Plan::Execute,
+        }
+        self.note_nexus(nexus);
+        let slot = match self.lun(lun) {
+            Some(slot) => slot,
+            None => return Plan::Done(failed(sense::LOGICAL_UNIT_NOT_SUPPORTED)),
+        };
+        let info = match opcodes::lookup(cdb) {
+            Some(info) => info,
+            None => return Plan::Execute,
+        };
+        if cdb.len() < info.cdb_len() {
+            return Plan::Done(failed(Sense::invalid_cdb_field(0, None)));
+        }
+        if !info.ua_exempt {
+            if let Some(ua) = slot.unit_attentions.take(nexus) {
+                return Plan::Done(failed(ua));
+            }
+        }
+        if let Some(conflict) = slot.reservations.conflict(nexus, info, cdb) {
+            return Plan::Done(Completion { status: conflict, sense: Vec::new() });
+        }
+        if let Some(s) = info.reserved_bits(&cdb[..info.cdb_len()]) {
+            return Plan::Done(failed(s));
+        }
+        match crate::rw::plan(&slot, cdb, data_out_len) {
+            Ok(Some(io)) => Plan::Io(io),
+            Ok(None) => Plan::Execute,
+            Err(s) => Plan::Done(failed(s)),
+        }
+    }
+
     fn dispatch(
         &self,
         lun: u64,
@@ -269,6 +311,10 @@ impl Target {
             slot.unit_attentions.forget(nexus);
         }
     }
+}
+
+fn failed(s: Sense) -> Completion {
+    Completion { status: status::CHECK_CONDITION, sense: s.to_fixed() }
 }
 
 /// Runs the handler after the check common to every command: no bit set

@@ -10,6 +10,7 @@ use super::login::{Login, Step};
 use super::params::Limits;
 use super::pdu::{self, Bhs};
 use super::session::Session;
+use crate::batch::IoEngine;
 use crate::registry::{Counters, Registry};
 
 /// Commands the initiator may have in flight (MaxCmdSN - ExpCmdSN + 1).
@@ -115,8 +116,17 @@ impl Connection {
 
     /// Whole PDUs in `rx` are handled and their answers appended to `out`.
     /// Returns how many bytes were consumed; Err: close now (after sending
-    /// whatever `out` holds).
-    pub fn receive(&mut self, rx: &[u8], out: &mut Vec<u8>, now: Instant) -> Result<usize, Close> {
+    /// whatever `out` holds). Backing I/O the pass planned runs on `io`
+    /// before this returns: nothing stays in flight between calls.
+    pub fn receive(&mut self, rx: &[u8], out: &mut Vec<u8>, now: Instant, io: &mut IoEngine) -> Result<usize, Close> {
+        let r = self.receive_pdus(rx, out, now, io);
+        if let Phase::Full(s) = &mut self.phase {
+            s.flush(&self.ctx, &mut self.seq, out, io);
+        }
+        r
+    }
+
+    fn receive_pdus(&mut self, rx: &[u8], out: &mut Vec<u8>, now: Instant, io: &mut IoEngine) -> Result<usize, Close> {
         let mut pos = 0;
         while self.closing.is_none() && out.len() < OUT_HIGH_WATER {
             let rest = &rx[pos..];
@@ -135,12 +145,12 @@ impl Connection {
             let c = &self.ctx.registry.counters;
             Counters::add(&c.pdus_in, 1);
             Counters::add(&c.bytes_in, frame.total as u64);
-            self.on_pdu(pdu_bytes, &frame, out)?;
+            self.on_pdu(pdu_bytes, &frame, out, io)?;
         }
         Ok(pos)
     }
 
-    fn on_pdu(&mut self, pdu_bytes: &[u8], frame: &pdu::Frame, out: &mut Vec<u8>) -> Result<(), Close> {
+    fn on_pdu(&mut self, pdu_bytes: &[u8], frame: &pdu::Frame, out: &mut Vec<u8>, io: &mut IoEngine) -> Result<(), Close> {
         let bhs = Bhs(&pdu_bytes[..pdu::BHS_LEN]);
         match &mut self.phase {
             Phase::Login(login) => {
@@ -166,7 +176,7 @@ impl Connection {
                 }
             }
             Phase::Full(session) => {
-                let r = session.on_pdu(&self.ctx, &mut self.seq, pdu_bytes, frame, out);
+                let r = session.on_pdu(&self.ctx, &mut self.seq, pdu_bytes, frame, out, io);
                 if session.logged_out {
                     self.closing = Some(Close("logged out"));
                 }

@@ -64,8 +64,9 @@ pub fn drive(data: &[u8]) {
     input.extend_from_slice(data.get(1..).unwrap_or(&[]));
     let mut out = Vec::new();
     let mut pos = 0;
+    let mut io = crate::batch::IoEngine::batched(true);
     while pos < input.len() {
-        match c.receive(&input[pos..], &mut out, Instant::now()) {
+        match c.receive(&input[pos..], &mut out, Instant::now(), &mut io) {
             Ok(0) | Err(_) => break,
             Ok(n) => pos += n,
         }

@@ -2,8 +2,9 @@
 //! commands in CmdSN order, Data-In with phase-collapsed status, R2T and
 //! Data-Out, text (SendTargets), NOP, task management, logout and reject.
 //!
-//! Commands run to completion on the connection's event loop: the SCSI crate
-//! does the backing I/O synchronously into this session's reused buffers.
+//! Commands run to completion within the pass over the connection's input
+//! on its event loop (`exec.rs`): synchronously through the SCSI crate, or
+//! batched on the loop's io_uring and finished before the pass ends.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,9 +16,13 @@ use super::conn::{Close, ConnCtx, Seq};
 use super::login::Established;
 use super::params::Params;
 use super::pdu::{self, op, reject, Bhs, Header, RESERVED_TAG};
-use super::residual;
 use super::text;
-use crate::registry::{read as read_lock, Counters, TargetEntry};
+use crate::batch::{IoEngine, Pending};
+
+// Running commands (synchronously or batched) and sending their answers.
+#[path = "exec.rs"]
+mod exec;
+use crate::registry::{Counters, TargetEntry};
 
 /// Largest Expected Data Transfer Length we accept for one write.
 const MAX_WRITE: u32 = 64 * 1024 * 1024;
@@ -84,6 +89,10 @@ pub struct Session {
     pool: Vec<Vec<u8>>,
     pending_text: Option<PendingText>,
     text_partial: Vec<u8>,
+    /// Plain READs/WRITEs planned but not yet run (see `flush`).
+    batch: Vec<Pending>,
+    batch_bytes: usize,
+    read_pool: Vec<Vec<u8>>,
 }
 
 /// Serial number arithmetic (RFC 1982) for CmdSN: is `sn` in [exp, exp+window)?
@@ -125,6 +134,9 @@ impl Session {
             pool: Vec::new(),
             pending_text: None,
             text_partial: Vec::new(),
+            batch: Vec::new(),
+            batch_bytes: 0,
+            read_pool: Vec::new(),
         }
     }
 
@@ -154,7 +166,7 @@ impl Session {
     }
 
     /// One PDU from the initiator.
-    pub fn on_pdu(&mut self, ctx: &ConnCtx, seq: &mut Seq, pdu_bytes: &[u8], f: &pdu::Frame, out: &mut Vec<u8>) -> Result<(), Close> {
+    pub fn on_pdu(&mut self, ctx: &ConnCtx, seq: &mut Seq, pdu_bytes: &[u8], f: &pdu::Frame, out: &mut Vec<u8>, io: &mut IoEngine) -> Result<(), Close> {
         let bhs = Bhs(&pdu_bytes[..pdu::BHS_LEN]);
         let data = &pdu_bytes[f.data_off..f.data_off + f.data_len];
         if f.data_digest_bad {
@@ -171,9 +183,9 @@ impl Session {
                 Ok(())
             }
             op::NOP_OUT | op::SCSI_CMD | op::TMF_REQ | op::TEXT_REQ | op::LOGOUT_REQ => {
-                self.ordered(ctx, seq, pdu_bytes, f, out)
+                self.ordered(ctx, seq, pdu_bytes, f, out, io)
             }
-            op::DATA_OUT => self.data_out(ctx, seq, bhs, data, out),
+            op::DATA_OUT => self.data_out(ctx, seq, bhs, data, out, io),
             op::SNACK_REQ | op::LOGIN_REQ => {
                 self.reject(seq, out, reject::PROTOCOL_ERROR, bhs);
                 Ok(())
@@ -186,10 +198,10 @@ impl Session {
     }
 
     /// Commands run in CmdSN order; immediate ones at once (RFC 7143 4.2.2.1).
-    fn ordered(&mut self, ctx: &ConnCtx, seq: &mut Seq, pdu_bytes: &[u8], f: &pdu::Frame, out: &mut Vec<u8>) -> Result<(), Close> {
+    fn ordered(&mut self, ctx: &ConnCtx, seq: &mut Seq, pdu_bytes: &[u8], f: &pdu::Frame, out: &mut Vec<u8>, io: &mut IoEngine) -> Result<(), Close> {
         let bhs = Bhs(&pdu_bytes[..pdu::BHS_LEN]);
         if bhs.immediate() {
-            return self.command(ctx, seq, pdu_bytes, f, out);
+            return self.command(ctx, seq, pdu_bytes, f, out, io);
         }
         let sn = bhs.u32_at(24);
         if sn != seq.exp_cmd_sn {
@@ -202,21 +214,26 @@ impl Session {
             return Ok(());
         }
         seq.exp_cmd_sn = seq.exp_cmd_sn.wrapping_add(1);
-        self.command(ctx, seq, pdu_bytes, f, out)?;
+        self.command(ctx, seq, pdu_bytes, f, out, io)?;
         // A gap just filled may release commands that came early.
         while let Some(i) = self.queued.iter().position(|(s, _)| *s == seq.exp_cmd_sn) {
             let (_, bytes) = self.queued.swap_remove(i);
             seq.exp_cmd_sn = seq.exp_cmd_sn.wrapping_add(1);
             let digests = self.digests();
             if let Ok(Some(frame)) = pdu::frame(&bytes, digests, u32::MAX) {
-                self.command(ctx, seq, &bytes, &frame, out)?;
+                self.command(ctx, seq, &bytes, &frame, out, io)?;
             }
         }
         Ok(())
     }
 
-    fn command(&mut self, ctx: &ConnCtx, seq: &mut Seq, pdu_bytes: &[u8], f: &pdu::Frame, out: &mut Vec<u8>) -> Result<(), Close> {
+    fn command(&mut self, ctx: &ConnCtx, seq: &mut Seq, pdu_bytes: &[u8], f: &pdu::Frame, out: &mut Vec<u8>, io: &mut IoEngine) -> Result<(), Close> {
         let bhs = Bhs(&pdu_bytes[..pdu::BHS_LEN]);
+        if bhs.opcode() != op::SCSI_CMD {
+            // Task management, logout, text and NOP see every earlier
+            // command finished, as they would without batching.
+            self.flush(ctx, seq, out, io);
+        }
         let ahs = &pdu_bytes[pdu::BHS_LEN..f.header_len];
         let data = &pdu_bytes[f.data_off..f.data_off + f.data_len];
         match bhs.opcode() {
@@ -228,7 +245,7 @@ impl Session {
                 self.send(ctx, out, &h, &data[..n]);
                 Ok(())
             }
-            op::SCSI_CMD => self.scsi_command(ctx, seq, bhs, ahs, data, out),
+            op::SCSI_CMD => self.scsi_command(ctx, seq, bhs, ahs, data, out, io),
             op::TMF_REQ => {
                 self.task_management(ctx, seq, bhs, out);
                 Ok(())
@@ -290,7 +307,8 @@ impl Session {
         Counters::add(&ctx.registry.counters.nops_sent, 1);
     }
 
-    fn scsi_command(&mut self, ctx: &ConnCtx, seq: &mut Seq, bhs: Bhs, ahs: &[u8], data: &[u8], out: &mut Vec<u8>) -> Result<(), Close> {
+    #[allow(clippy::too_many_arguments)]
+    fn scsi_command(&mut self, ctx: &ConnCtx, seq: &mut Seq, bhs: Bhs, ahs: &[u8], data: &[u8], out: &mut Vec<u8>, io: &mut IoEngine) -> Result<(), Close> {
         let Some(target) = self.target.clone() else {
             // Discovery sessions carry no SCSI commands.
             self.reject(seq, out, reject::PROTOCOL_ERROR, bhs);
@@ -310,7 +328,7 @@ impl Session {
                 self.reject(seq, out, reject::PROTOCOL_ERROR, bhs);
                 return Err(Close("immediate data on a command without the W bit"));
             }
-            self.execute(ctx, seq, &target, bhs.itt(), lun, cdb.as_mut(), edtl, read, None, out);
+            self.execute(ctx, seq, &target, bhs.itt(), lun, cdb.as_mut(), edtl, read, None, out, io);
             return Ok(());
         }
         let unsolicited_max = if self.params.initial_r2t { 0 } else { self.params.first_burst.min(edtl) };
@@ -338,8 +356,7 @@ impl Session {
         buf[..data.len()].copy_from_slice(data);
         let received = data.len() as u32;
         if received == edtl {
-            self.execute(ctx, seq, &target, bhs.itt(), lun, cdb.as_mut(), edtl, read, Some(&buf), out);
-            self.recycle(buf);
+            self.execute(ctx, seq, &target, bhs.itt(), lun, cdb.as_mut(), edtl, read, Some(buf), out, io);
             return Ok(());
         }
         let task = WriteTask {
@@ -394,7 +411,7 @@ impl Session {
         }
     }
 
-    fn data_out(&mut self, ctx: &ConnCtx, seq: &mut Seq, bhs: Bhs, data: &[u8], out: &mut Vec<u8>) -> Result<(), Close> {
+    fn data_out(&mut self, ctx: &ConnCtx, seq: &mut Seq, bhs: Bhs, data: &[u8], out: &mut Vec<u8>, io: &mut IoEngine) -> Result<(), Close> {
         let (itt, ttt) = (bhs.itt(), bhs.u32_at(20));
         let (data_sn, offset, fin) = (bhs.u32_at(36), bhs.u32_at(40), bhs.final_bit());
         let Some(i) = self.writes.iter().position(|t| t.itt == itt) else {
@@ -447,61 +464,16 @@ impl Session {
         task.r2ts.retain(|r| r.received < r.len);
         if task.received == task.edtl && !task.unsolicited_open {
             let mut task = self.writes.swap_remove(i);
-            if let Some(target) = self.target.clone() {
-                self.execute(ctx, seq, &target, task.itt, task.lun, task.cdb.as_mut(), task.edtl, false, Some(&task.buf), out);
+            match self.target.clone() {
+                Some(target) => {
+                    self.execute(ctx, seq, &target, task.itt, task.lun, task.cdb.as_mut(), task.edtl, false, Some(task.buf), out, io)
+                }
+                None => self.recycle(task.buf),
             }
-            self.recycle(task.buf);
         } else if !task.unsolicited_open {
             self.issue_r2ts(ctx, seq, i, out);
         }
         Ok(())
-    }
-
-    /// Run one command and send its Data-In and status.
-    #[allow(clippy::too_many_arguments)]
-    fn execute(&mut self, ctx: &ConnCtx, seq: &mut Seq, target: &TargetEntry, itt: u32, lun: u64, cdb: &mut [u8], edtl: u32, read: bool, data_out: Option<&[u8]>, out: &mut Vec<u8>) {
-        let mut data_in = std::mem::take(&mut self.data_in);
-        let mut write_residual = None;
-        let written = match data_out {
-            Some(d) => {
-                let bs = read_lock(&target.block_sizes).get(&lun).copied().unwrap_or(512);
-                let plan = residual::plan_write(cdb, bs, edtl);
-                write_residual = plan.residual;
-                if residual::is_empty_write6(cdb, &plan) {
-                    self.respond(ctx, seq, out, itt, GOOD, &[], write_residual, 0);
-                    self.data_in = data_in;
-                    return;
-                }
-                &d[..plan.data_len.min(edtl as usize)]
-            }
-            None => &[][..],
-        };
-        let c = target.scsi.execute(lun, &self.nexus, cdb, written, &mut data_in);
-        let counters = &ctx.registry.counters;
-        Counters::add(&counters.write_bytes, written.len() as u64);
-        let produced = data_in.len() as u64;
-        let sent = produced.min(edtl as u64) as usize;
-        Counters::add(&counters.read_bytes, sent as u64);
-        // Residuals compare what the command moved with what was expected.
-        let residual = if data_out.is_some() {
-            write_residual
-        } else if produced > edtl as u64 {
-            Some((0x04u8, (produced - edtl as u64).min(u32::MAX as u64) as u32))
-        } else if produced < edtl as u64 && (read || edtl > 0) {
-            Some((0x02u8, edtl - produced as u32))
-        } else {
-            None
-        };
-        if sent == 0 {
-            self.respond(ctx, seq, out, itt, c.status, &c.sense, residual, 0);
-        } else {
-            let collapse = c.status == GOOD && c.sense.is_empty();
-            let pdus = self.send_data_in(ctx, seq, out, itt, lun, &data_in[..sent], collapse.then_some((c.status, residual)));
-            if !collapse {
-                self.respond(ctx, seq, out, itt, c.status, &c.sense, residual, pdus);
-            }
-        }
-        self.data_in = data_in;
     }
 
     /// Data-In PDUs cut to the initiator's MaxRecvDataSegmentLength, F at the
