@@ -169,6 +169,10 @@ class TargetService:
         targets = {(o.netns, o.name): target_spec(o) for o in model.targets.values()}
         for name, spec in volumes.items():
             if self.volumes.get(name) != spec:
+                if spec.size is not None:
+                    # `size` asks netcfgd to create the sparse file when it is
+                    # missing: its directory too (root only: tenants' data).
+                    os.makedirs(os.path.dirname(spec.backing) or ".", mode=0o700, exist_ok=True)
                 self._call(f"volume {name}", self.dp.add_volume, name, spec.backing,
                            size=spec.size, block_size=spec.block_size)
                 self.volumes[name] = spec

@@ -33,7 +33,7 @@ def config(tmp_path) -> str:
             address {PORTAL}/32
 
         volume ${{tenant}}-db
-            backing {tmp_path}/${{tenant}}-db.img
+            backing {tmp_path}/volumes/${{tenant}}-db.img
             size 8M
 
         target iqn.2026-11.test.netcfg:${{tenant}}.db
