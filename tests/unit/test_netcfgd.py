@@ -245,6 +245,12 @@ def test_unit_file_verifies():
         if page.exists():
             (tmp / "man8").mkdir()
             (tmp / "man8" / "netcfgd.8").symlink_to(page)
+        else:
+            # Run against the installed package (debian/tests/unit copies no
+            # docs/): man in a bare chroot may not work at all; the booted
+            # test's `systemd-analyze verify --root` checks the page there.
+            copy.write_text(copy.read_text().replace("Documentation=man:netcfgd(8) ",
+                                                     "Documentation="))
         done = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True,
                               text=True, env={**os.environ, "MANPATH": f"{tmp}:"})
         assert done.returncode == 0 and not done.stderr.strip(), done.stderr
