@@ -64,12 +64,15 @@ bench-deps:
 DAEMON_PACKAGES := libsystemd-dev pkg-config
 daemon-deps: venv
 	@missing=$$(for p in $(DAEMON_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
+	if [ -n "$$missing" ] && [ "$$(id -u)" != 0 ]; then \
+	  echo "daemon-deps: not root, not installing $$missing (netcfgd falls back to plain sd_notify)"; \
+	elif [ -n "$$missing" ]; then \
 	  echo "installing Debian packages for netcfgd: $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
-	$(PY) -m pip install -q 'systemd-python>=234'
+	@$(PY) -c 'import systemd.daemon' 2>/dev/null || $(PY) -m pip install -q 'systemd-python>=234' \
+	  || echo "daemon-deps: systemd-python did not build (needs libsystemd-dev, pkg-config)"
 
 $(STAMP): setup.cfg pyproject.toml
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
@@ -145,7 +148,9 @@ test-unit: venv
 DATAPLANE_PACKAGES := libiscsi-bin
 dataplane-deps:
 	@missing=$$(for p in $(DATAPLANE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
+	if [ -n "$$missing" ] && [ "$$(id -u)" != 0 ]; then \
+	  echo "dataplane-deps: not root, not installing $$missing (the pytest tier needs root anyway)"; \
+	elif [ -n "$$missing" ]; then \
 	  echo "installing Debian packages for the data path tests: $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
