@@ -42,6 +42,11 @@ class StorageHooks(NamespaceHooks):
         self.model: Model | None = None
         self.ready: set[str] = set()          # namespaces configured by a pass
         self.error: str | None = None
+        # What the last successful after_pass served: a pass that changed
+        # none of it (most passes: one repaired address) costs nothing here,
+        # instead of re-reading every target's secret files.
+        self._served: tuple | None = None
+        self._loads = 0                       # configs loaded so far
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -49,6 +54,7 @@ class StorageHooks(NamespaceHooks):
         """A config was loaded. Nothing is opened yet: the next pass may be
         what creates the namespaces and addresses the portals need."""
         self.model = model
+        self._loads += 1
 
     def configured(self, name: str) -> None:
         super().configured(name)
@@ -67,6 +73,8 @@ class StorageHooks(NamespaceHooks):
         model = self.model
         if model is None or (self.service is None and not (model.volumes or model.targets)):
             return
+        if self._served == self._state():
+            return
         try:
             if self.service is None:
                 self.service = _start_dataplane()
@@ -84,6 +92,13 @@ class StorageHooks(NamespaceHooks):
         if self.error is not None:
             self.log.info("storage: serving every target again")
         self.error = None
+        self._served = self._state()
+
+    def _state(self) -> tuple:
+        """What after_pass depends on: the config, the configured namespaces
+        and those the data path serves (a re-created one was dropped)."""
+        served = frozenset(self.service.namespaces) if self.service is not None else None
+        return self._loads, frozenset(self.ready), served
 
     def close(self) -> None:
         if self.service is not None:
