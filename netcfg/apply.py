@@ -516,19 +516,20 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
         grouped = bulk.at.get(number, [])
         for netns in grouped:
             by_netns.setdefault(netns, [])
-        # A new namespace comes with its lo, which later batches may address.
-        touched: set[str] = set(grouped) | {op.name for op in batch if op.action == NETNS_ADD}
+        # Devices created here have the ifindexes new_ifindex() chose; where
+        # devices went (a deleted device can take others with it: a vlan on
+        # its lower) or the kernel chose, the next batches need them read.
+        touched: set[str] = set(grouped)
         for netns, ops in by_netns.items():
             sent += _transact(netns, ops, session, vrf_tables,
                               [delete_group(netns)] if netns in grouped else [])
             for op in ops:
-                if op.action in (LINK_ADD, LINK_DEL):
+                if op.action == LINK_DEL:
                     touched.add(netns)
-                    peer_netns = op.params.get("peer_netns")
-                    if peer_netns is not None:
-                        touched.add(peer_netns)
+                    touched.add(op.params.get(PEER_NETNS_PARAM, netns))
+        touched |= session.unknown_ifindexes
         if touched:
-            # New devices' ifindexes for the next batches: names only, not a full read.
+            # Names and ifindexes only, not a full read.
             session.refresh_ifindexes(touched)
         done += len(batch)
         if session.on_batch is not None:
@@ -549,6 +550,9 @@ def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:
             if op.action == NETNS_ADD:
                 session.nsid(ROOT_NETNS, op.name, op.params.get("nsid"))
                 session.mark_netns(op.name)
+        # A new namespace comes with lo (and, with their modules loaded, the
+        # fallback tunnel devices): their ifindexes, before devices are made there.
+        session.refresh_ifindexes(added)
     if deleted:
         for name in deleted:
             session.forget(name)
@@ -572,6 +576,9 @@ class _Context:
 
     def nsid(self, netns_of_socket: str, other: str) -> int | None:
         return self.session.nsid(netns_of_socket, other)
+
+    def new_ifindex(self, netns: str, name: str) -> int:
+        return self.session.new_ifindex(netns, name)
 
     def vrf_table(self, netns: str, name: str) -> int:
         # A vrf created by this plan is not in the read-back state yet.
@@ -609,7 +616,16 @@ def _send(netns: str, requests: list[Request], session: KernelSession) -> None:
     if failures:
         op, error = failures[0]
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise ApplyFailed(f"{op.describe()}: {error}{more}")
+        raise ApplyFailed(f"{op.describe()}: {error}{_taken_hint(op, error)}{more}")
+
+
+def _taken_hint(op: Operation, error: NetlinkError) -> str:
+    """A link-add refused with EEXIST/EBUSY: the name, or the ifindex netcfg
+    chose for it (KernelSession.new_ifindex), was taken by someone else."""
+    if op.action != LINK_ADD or error.errno not in (errno.EEXIST, errno.EBUSY):
+        return ""
+    return (" (a device of that name, or with the ifindex netcfg chose for it or its peer, "
+            "appeared since the state was read: apply again)")
 
 
 # A removal whose object is already gone reached the wanted state: a device

@@ -47,6 +47,7 @@ A param that cannot be expressed raises EncodeError: nothing is dropped.
 from __future__ import annotations
 
 import ipaddress
+import socket
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
@@ -106,6 +107,11 @@ class EncodeContext(Protocol):
     def vrf_table(self, netns: str, name: str) -> int:
         """The routing table of VRF device ``name`` (routes written with ``vrf NAME``)."""
 
+    def new_ifindex(self, netns: str, name: str) -> int:
+        """The ifindex to create device ``name`` with in ``netns``, or 0 to
+        let the kernel choose. Chosen by the applier so it knows the new
+        device's index without reading it back (see _link_add)."""
+
 
 @dataclass
 class StaticContext:
@@ -115,6 +121,7 @@ class StaticContext:
     netns_fds: dict[str, int] = field(default_factory=dict)
     nsids: dict[tuple[str, str], int] = field(default_factory=dict)
     vrf_tables: dict[tuple[str, str], int] = field(default_factory=dict)
+    new_ifindexes: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def ifindex(self, netns: str, name: str) -> int:
         return self.ifindexes[(netns, name)]
@@ -127,6 +134,9 @@ class StaticContext:
 
     def vrf_table(self, netns: str, name: str) -> int:
         return self.vrf_tables[(netns, name)]
+
+    def new_ifindex(self, netns: str, name: str) -> int:
+        return self.new_ifindexes.get((netns, name), 0)
 
 
 class EncodeError(NetcfgError):
@@ -395,8 +405,13 @@ def _ranges(op: Operation, param: str) -> list[tuple[int, int]]:
 
 # ---------------------------------------------------------------- link-add
 def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
-    """Equivalent to: `ip link add NAME group 28259 [mtu M] [address MAC] type KIND ...`,
-    then `ip link set NAME alias TEXT addrgenmode MODE` when those are given."""
+    """Equivalent to: `ip link add NAME [index N] group 28259 [mtu M] [address MAC] type
+    KIND ...`, then `ip link set NAME alias TEXT addrgenmode MODE` when those are given.
+
+    The ifindex (and a veth peer's) is the context's choice when it makes
+    one: the applier then needs no read between creating a device and
+    addressing it. NLM_F_EXCL makes an index already taken an error
+    (EEXIST) rather than a change to the device that has it."""
     params = op.params
     kind = params.get("kind")
     table = INFO_DATA.get(kind)
@@ -404,6 +419,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
         raise EncodeError(op, "kind", f"netcfg cannot create a {kind!r} device (it creates "
                                       f"{', '.join(sorted(INFO_DATA))})")
     attrs = [rtattr_str(IFLA_IFNAME, op.name), rtattr_u32(IFLA_GROUP, NETCFG_GROUP)]
+    index = ctx.new_ifindex(op.netns, op.name)
     later: list[bytes] = []
     data: list[bytes] = []
     # Read together with the param they qualify.
@@ -415,7 +431,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
         if param == LOWER:
             attrs += _lower(op, ctx)
         elif param == PEER and kind == "veth":
-            data.append(_veth_peer(op, ctx))
+            data.append(_veth_peer(op, ctx, chosen=bool(index)))
         elif param in table:
             data.append(_value(op, param, table[param], value))
         elif param in SETTINGS and SETTINGS[param].place in (LINK, SYSCTL):
@@ -431,7 +447,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
     if kind == "veth" and PEER not in params:
         raise EncodeError(op, PEER, "a veth is created with its peer; the op names none")
     attrs.append(linkinfo(kind, [d for d in data if d]))
-    requests = [Request(RTM_NEWLINK, CREATE, ifinfomsg() + b"".join(attrs), tag=op)]
+    requests = [Request(RTM_NEWLINK, CREATE, ifinfomsg(index) + b"".join(attrs), tag=op)]
     if later:
         # Not honoured at creation (module docstring): set on the new device by name.
         requests.append(Request(RTM_NEWLINK, 0, ifinfomsg() + rtattr_str(IFLA_IFNAME, op.name)
@@ -456,13 +472,16 @@ def _lower(op: Operation, ctx: EncodeContext) -> list[bytes]:
     return attrs
 
 
-def _veth_peer(op: Operation, ctx: EncodeContext) -> bytes:
+def _veth_peer(op: Operation, ctx: EncodeContext, chosen: bool) -> bytes:
     """VETH_INFO_PEER: an ifinfomsg and the peer's own IFLA_* (made in its namespace)."""
     name = op.params[PEER]
     if not name:
         raise EncodeError(op, PEER, "names no peer device")
-    peer = [ifinfomsg(), rtattr_str(IFLA_IFNAME, name), rtattr_u32(IFLA_GROUP, NETCFG_GROUP)]
     netns = op.params.get(PEER_NETNS, op.netns)
+    # The kernel honours the peer's ifindex only when the device's own is
+    # given too (veth_newlink); the applier chooses both or neither.
+    index = ctx.new_ifindex(netns, name) if chosen else 0
+    peer = [ifinfomsg(index), rtattr_str(IFLA_IFNAME, name), rtattr_u32(IFLA_GROUP, NETCFG_GROUP)]
     if netns != op.netns:
         peer.append(rtattr_u32(IFLA_NET_NS_FD, ctx.netns_fd(netns)))
     return rtattr(VETH_INFO_PEER, b"".join(peer))
@@ -548,18 +567,38 @@ def _link_down(op: Operation, ctx: EncodeContext) -> list[Request]:
 
 # ---------------------------------------------------------------- addresses
 def _address(op: Operation, ctx: EncodeContext) -> bytes:
-    try:
-        interface = ipaddress.ip_interface(op.subject)
-    except ValueError:
-        raise EncodeError(op, None, f"{op.subject!r} is not an address with a prefix "
-                                    f"length (10.0.0.1/24)") from None
+    family, packed, prefixlen = _parse_address(op)
     _only(op, ())
-    ip = interface.ip
-    family = AF_INET if ip.version == 4 else AF_INET6
     # As iproute2: 127.0.0.0/8 is host-scoped.
-    scope = RT_SCOPE_HOST if ip.version == 4 and ip.is_loopback else RT_SCOPE_UNIVERSE
-    return (ifaddrmsg(family, interface.network.prefixlen, _index(op, ctx), scope=scope)
-            + rtattr(IFA_LOCAL, ip.packed) + rtattr(IFA_ADDRESS, ip.packed))
+    scope = RT_SCOPE_HOST if family == AF_INET and packed[0] == 127 else RT_SCOPE_UNIVERSE
+    return (ifaddrmsg(family, prefixlen, _index(op, ctx), scope=scope)
+            + rtattr(IFA_LOCAL, packed) + rtattr(IFA_ADDRESS, packed))
+
+
+_MAX_PREFIX = {AF_INET: 32, AF_INET6: 128}
+
+
+def _parse_address(op: Operation) -> tuple[int, bytes, int]:
+    """(family, address bytes, prefix length) of an address op's subject.
+
+    inet_pton, not ipaddress.ip_interface: a build encodes thousands and
+    ipaddress was a third of encoding's time. Anything but the plain form
+    (ADDR/LEN) goes through ipaddress, which gives the same result or the error."""
+    text = op.subject
+    addr, _, length = text.partition("/")
+    family = AF_INET6 if ":" in addr else AF_INET
+    if length.isdigit() and int(length) <= _MAX_PREFIX[family]:
+        try:
+            return family, socket.inet_pton(family, addr), int(length)
+        except OSError:
+            pass
+    try:
+        interface = ipaddress.ip_interface(text)
+    except ValueError:
+        raise EncodeError(op, None, f"{text!r} is not an address with a prefix "
+                                    f"length (10.0.0.1/24)") from None
+    family = AF_INET if interface.ip.version == 4 else AF_INET6
+    return family, interface.ip.packed, interface.network.prefixlen
 
 
 def _addr_add(op: Operation, ctx: EncodeContext) -> list[Request]:

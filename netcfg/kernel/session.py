@@ -27,6 +27,11 @@ from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_mo
 
 _S32 = struct.Struct("=i")   # NETNSA_NSID is signed: -1 asks the kernel to pick
 LOOPBACK_IFINDEX = 1          # lo is always the first device of a namespace
+# Devices netcfg creates get ifindexes it chose (new_ifindex), starting this
+# far above the highest index the namespace had when read. Another program
+# creating a device at the same moment gets the kernel's next free index,
+# normally just above the highest: the gap keeps the two apart.
+IFINDEX_GAP = 16
 
 
 class KernelSession:
@@ -36,6 +41,12 @@ class KernelSession:
         self.handles: dict[str, Netns] = {}
         self.sockets: dict[str, RtnlSocket] = {}
         self.states: dict[str, NamespaceState] = {}
+        # Per namespace, the lowest ifindex new_ifindex() may hand out next:
+        # it never goes down, so an index freed in this session is not reused.
+        self._next_ifindex: dict[str, int] = {}
+        # Namespaces where a device was created with an ifindex the kernel
+        # chose: read their ifindexes again before they are needed.
+        self.unknown_ifindexes: set[str] = set()
         # Reporting hook of the command using the session: called after each
         # batch with (batches done, batches, operations done, operations).
         self.on_batch: Callable[[int, int, int, int], None] | None = None
@@ -71,6 +82,7 @@ class KernelSession:
         if handle is not None:
             handle.close()
         self.states.pop(name, None)
+        self._next_ifindex.pop(name, None)
 
     # -- reading
 
@@ -128,8 +140,10 @@ class KernelSession:
         return marked
 
     def refresh_ifindexes(self, names: Iterable[str]) -> None:
-        """Learn the ifindexes of devices just created, without a full read."""
+        """Learn the ifindexes a namespace has now (after deletions, or in a
+        namespace just created), without a full read."""
         for name in names:
+            self.unknown_ifindexes.discard(name)
             state = self.states.get(name)
             if state is None:
                 state = self.states[name] = NamespaceState(name)
@@ -137,6 +151,29 @@ class KernelSession:
 
     def ifindex(self, netns: str, name: str) -> int:
         return self.states[netns].ifindex[name]
+
+    def new_ifindex(self, netns: str, name: str) -> int:
+        """An ifindex for a device about to be created in ``netns``, recorded
+        as its own: known without reading the kernel again, which is what a
+        build costs most beyond the writes (docs/benchmarks.md). 0 (the kernel
+        chooses) when the namespace's indexes were never read; it is then
+        put in ``unknown_ifindexes``. A collision with a device another
+        program made meanwhile fails the link-add (EEXIST) and the apply is
+        reverted, never a change to the other device (NLM_F_EXCL)."""
+        state = self.states.get(netns)
+        if state is None:
+            self.unknown_ifindexes.add(netns)
+            return 0
+        index = self._next_ifindex.get(netns)
+        if index is None:   # once per namespace: max() each time is quadratic
+            index = max(state.names, default=LOOPBACK_IFINDEX) + IFINDEX_GAP
+        while index in state.names:
+            index += 1
+        self._next_ifindex[netns] = index + 1
+        state.ifindex[name] = index
+        state.names[index] = name
+        state.managed.add(name)
+        return index
 
     def managed(self) -> dict[str, set[str]]:
         """Devices netcfg made (its group), per namespace, as last read."""

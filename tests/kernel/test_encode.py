@@ -53,6 +53,9 @@ class Kernel:
         self.netns = {"": netns_dir.open("")}
         self.sockets: dict[str, RtnlSocket] = {}
         self.nsids: dict[tuple[str, str], int] = {}
+        # ifindexes a test chooses for devices it creates (the applier's
+        # KernelSession.new_ifindex); unlisted: the kernel chooses.
+        self.chosen: dict[tuple[str, str], int] = {}
 
     def add_netns(self, *names: str) -> None:
         for name in names:
@@ -91,6 +94,9 @@ class Kernel:
 
     def vrf_table(self, netns: str, name: str) -> int:
         raise KeyError((netns, name))   # no vrf in the host kernel
+
+    def new_ifindex(self, netns: str, name: str) -> int:
+        return self.chosen.get((netns, name), 0)
 
     # -- applying
     def apply(self, *ops: Operation) -> None:
@@ -147,6 +153,26 @@ def test_veth_pair_with_its_peer_in_another_namespace(kernel):
     # disable-ipv6 is the applier's sysctl, not netlink: untouched here.
     with open("/proc/sys/net/ipv6/conf/veth-t1/disable_ipv6") as f:
         assert f.read().strip() == "0"
+
+
+def test_veth_pair_created_with_the_ifindexes_the_applier_chose(kernel):
+    """Both ends get the chosen ifindex, each in its own namespace's index
+    space, so the applier addresses them without reading them back; an index
+    already taken is refused (NLM_F_EXCL), never a change to its device."""
+    kernel.add_netns("t1")
+    kernel.chosen.update({("", "veth-t1"): 700, ("t1", "eth0"): 9})
+    kernel.apply(link_add(iface("veth-t1", "veth", veth_peer_name="eth0",
+                                veth_peer_netns="t1")))
+    host, peer = link("", "veth-t1"), link("t1", "eth0")
+    assert (host["ifindex"], peer["ifindex"]) == (700, 9)
+    assert peer["link_index"] == 700 and host["link_index"] == 9
+
+    kernel.chosen[("", "other")] = 700
+    with pytest.raises(NetlinkError) as refused:
+        kernel.apply(link_add(iface("other", "veth", veth_peer_name="other-peer")))
+    assert refused.value.errno == errno.EEXIST
+    assert link("", "veth-t1")["ifindex"] == 700
+    assert not any(x["ifname"] == "other" for x in ip("", "link", "show"))
 
 
 def test_veth_pair_in_one_namespace_up_down_and_deleted_by_one_end(kernel):
