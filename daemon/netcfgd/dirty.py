@@ -6,7 +6,12 @@ first key of the batch was marked, whichever is first: a lone change is
 repaired after ``debounce``, a storm is taken in slices. While a storm goes
 on (a pass started by the cap, not by quiet) the cap doubles, up to
 ``cap_max``, so a storm of any length costs a few passes, not one per
-``cap``; the first quiet resets it. Pure: the caller passes the clock.
+``cap``; the first quiet resets it. A storm also pauses: a script slowed
+by a busy machine goes quiet for tens of milliseconds between bursts, and
+each pause would end a window. So a window that ended in a storm, or held
+``storm_marks`` marks or more, doubles the quiet time too (up to
+``quiet_max``); a window of a few marks ended by quiet resets both. Pure:
+the caller passes the clock.
 """
 
 from __future__ import annotations
@@ -20,12 +25,16 @@ class DirtySet:
     cap: float = 1.0
     cap_max: float = 8.0
     storm_cap: float | None = None   # the cap in effect while a storm goes on
+    quiet_max: float = 0.25
+    storm_quiet: float | None = None  # the quiet time in effect while a storm goes on
+    storm_marks: int = 200
     namespaces: set[str] = field(default_factory=set)
     # Names of the objects seen per namespace (for the log; bounded).
     objects: dict[str, set[str]] = field(default_factory=dict)
     first_at: float | None = None
     last_at: float | None = None
     marks: int = 0
+    window_marks: int = 0
     OBJECTS_KEPT = 16
 
     def mark(self, netns: str, now: float, obj: str = "") -> None:
@@ -34,6 +43,7 @@ class DirtySet:
         self.last_at = now
         self.namespaces.add(netns)
         self.marks += 1
+        self.window_marks += 1
         if obj:
             kept = self.objects.setdefault(netns, set())
             if len(kept) < self.OBJECTS_KEPT:
@@ -43,7 +53,11 @@ class DirtySet:
         """When the pending keys are due (None: nothing pending)."""
         if self.first_at is None or self.last_at is None:
             return None
-        return min(self.last_at + self.debounce, self.first_at + (self.storm_cap or self.cap))
+        return min(self.last_at + self.quiet(), self.first_at + (self.storm_cap or self.cap))
+
+    def quiet(self) -> float:
+        """How long the stream must be quiet to end the window now."""
+        return self.storm_quiet or self.debounce
 
     def due(self, now: float) -> bool:
         deadline = self.deadline()
@@ -54,13 +68,17 @@ class DirtySet:
         With ``now``, whether the stream was still going on (the cap, not
         quiet, ended the window) sets the next window's cap."""
         if now is not None and self.last_at is not None:
-            if now < self.last_at + self.debounce:      # still storming
+            storming = now < self.last_at + self.quiet()
+            if storming:
                 self.storm_cap = min((self.storm_cap or self.cap) * 2, self.cap_max)
+            if storming or self.window_marks >= self.storm_marks:
+                self.storm_quiet = min(self.quiet() * 2, self.quiet_max)
             else:
-                self.storm_cap = None
+                self.storm_cap = self.storm_quiet = None
         namespaces, objects = self.namespaces, self.objects
         self.namespaces, self.objects = set(), {}
         self.first_at = self.last_at = None
+        self.window_marks = 0
         return namespaces, objects
 
     def __bool__(self) -> bool:

@@ -51,12 +51,44 @@ def test_a_storm_costs_few_passes_whatever_its_length():
     # The cap doubles while the storm lasts (1, 2, 4, 8, 8, ...), not one
     # pass per second and never one per event.
     assert windows[:4] == [1.0, 2.0, 4.0, 8.0] and len(windows) <= 7
-    # The first quiet resets it: a lone change waits only the debounce.
+    # The storm's last window, ended by quiet, leaves the quiet time grown:
+    # the first change after it waits at most quiet_max...
     dirty.take(t + 1.0)
     dirty.mark("t1", t + 2.0)
-    assert dirty.deadline() == pytest.approx(t + 2.03)
-    dirty.mark("t1", t + 2.02)
-    assert dirty.deadline() == pytest.approx(t + 2.05)
+    assert dirty.deadline() == pytest.approx(t + 2.0 + dirty.quiet_max)
+    # ...and the first quiet window of a few marks resets it: a lone
+    # change waits only the debounce.
+    dirty.take(t + 2.5)
+    dirty.mark("t1", t + 3.0)
+    assert dirty.deadline() == pytest.approx(t + 3.03)
+    dirty.mark("t1", t + 3.02)
+    assert dirty.deadline() == pytest.approx(t + 3.05)
+
+
+def test_a_storm_that_pauses_between_bursts_still_costs_few_passes():
+    """A storm script on a busy machine: bursts of 300 events 1 ms apart,
+    with 50 ms pauses (longer than the debounce) between them, for 20 s."""
+    dirty = DirtySet(debounce=0.03, cap=1.0, cap_max=8.0)
+    t, windows = 100.0, 0
+    while t < 120.0:
+        for _ in range(300):
+            dirty.mark("storm", t)
+            t += 0.001
+        t += 0.05
+        if dirty.due(t):
+            dirty.take(t)
+            windows += 1
+    # One pass per pause would be ~57; the quiet time doubles (60, 120,
+    # 240 ms) until pauses no longer end windows, then the cap does.
+    assert windows <= 8, windows
+    assert dirty.quiet() == pytest.approx(0.25)
+    # Once the storm is over, a window of a few marks ended by quiet
+    # resets both: the next lone change waits only the debounce.
+    dirty.take(t + 1.0)
+    dirty.mark("t1", t + 2.0)
+    dirty.take(t + 2.5)
+    dirty.mark("t1", t + 3.0)
+    assert dirty.deadline() == pytest.approx(t + 3.03)
 
 
 def test_objects_kept_per_namespace_are_bounded():
