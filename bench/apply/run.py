@@ -183,6 +183,9 @@ def best_of(rounds: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         best = dict(min(runs, key=wall))
         if key != "iproute2":
             best["noop"] = min((r["noop"] for r in runs), key=lambda n: n["time"]["wall"])
+            floors = [r["floor"] for r in runs if r.get("floor")]
+            if floors:
+                best["floor"] = min(floors, key=lambda f: f["time"]["wall"])
         out[key] = best
     ip = rounds.get("iproute2", [])
     for key in ("netcfg", "cli"):
@@ -261,6 +264,13 @@ def rows_of(r: dict[str, Any]) -> list[Row]:
                         f"{secs(noop['time'])}, {noop['summary']['requests']} requests",
                         secs(first["time"]), f"{100 * share:.1f} %", "< 5 %",
                         verdict(share < 0.05 and noop["summary"]["requests"] == 0)))
+        floor = nc.get("floor")
+        if floor:
+            rows.append(Row("(c) floor: sockets + dumps of a no-op, nothing parsed | first apply",
+                            f"{secs(floor['time'])} ({floor['sockets_seconds']:.3f} s sockets, "
+                            f"{floor['messages']} messages)",
+                            secs(first["time"]),
+                            f"{100 * floor['time']['wall'] / first['time']['wall']:.1f} %"))
     cli = r.get("cli")
     if cli:
         share = cli["noop"]["time"]["wall"] / cli["first"]["time"]["wall"]
@@ -296,6 +306,10 @@ def rows_of(r: dict[str, Any]) -> list[Row]:
             rows.append(Row("(e) read all namespaces: netlink bytes | ip -d link + ip addr",
                             kib(n["netlink"]["bytes_received"]), kib(traced["bytes"]),
                             f"{share:.2f}", "<= 0.20", verdict(share <= 0.2)))
+            if n.get("link_dump_bytes"):
+                rows.append(Row("(e) floor: the link dumps alone | ip -d link + ip addr",
+                                kib(n["link_dump_bytes"]), kib(traced["bytes"]),
+                                f"{n['link_dump_bytes'] / traced['bytes']:.2f}"))
             rows.append(Row("(e) read: recv calls (ip: + MSG_PEEK calls)",
                             str(n["netlink"]["recv_calls"]),
                             f"{traced['recv_calls']} (+{traced['peek_calls']})",

@@ -367,8 +367,36 @@ def measure_netcfg(args, variables) -> dict[str, Any]:
     state = census(objs.namespaces)
     time.sleep(args.settle)
     second = apply_once(model)
+    floor = kernel_floor(model.netns_names())
     return {"compile": asdict(t_compile), "first": first, "noop": second, "census": state,
-            "expected": objs.expected, "profiled": bool(args.profile)}
+            "expected": objs.expected, "profiled": bool(args.profile), "floor": floor}
+
+
+def kernel_floor(names: list[str]) -> dict[str, Any]:
+    """What any no-op that reads the kernel costs at least: from a fresh session, a socket
+    in each namespace and the dumps KernelSession.read makes (links, addresses per family,
+    netcfg's routes), each message received and dropped, nothing parsed or compared."""
+    from netcfg.kernel.nlmsg import (AF_INET, AF_INET6, AF_UNSPEC, RTM_GETADDR, RTM_GETLINK,
+                                     RTM_GETROUTE, getaddr_dump, getlink_dump, getroute_dump)
+    from netcfg.kernel.session import KernelSession
+    from netcfg.kernel.tags import RTPROT_NETCFG
+    dumps = ((RTM_GETLINK, getlink_dump()), (RTM_GETADDR, getaddr_dump(AF_INET)),
+             (RTM_GETADDR, getaddr_dump(AF_INET6)),
+             (RTM_GETROUTE, getroute_dump(AF_UNSPEC, protocol=RTPROT_NETCFG)))
+    session = KernelSession()
+    try:
+        messages, cpu0, start = 0, _cpu(), time.perf_counter()
+        sockets = [session.socket(n) for n in names]
+        opened = time.perf_counter() - start
+        for sock in sockets:
+            for msg_type, payload in dumps:
+                for _ in sock.dump(msg_type, payload):
+                    messages += 1
+        t = Timed(time.perf_counter() - start, _cpu() - cpu0)
+        return {"time": asdict(t), "sockets_seconds": opened, "messages": messages,
+                "bytes": sum(sock.counters.bytes_received for sock in sockets)}
+    finally:
+        session.close()
 
 
 def measure_cli(args, variables) -> dict[str, Any]:
@@ -489,9 +517,20 @@ def netcfg_read(names: list[str], again: bool = True) -> dict[str, Any]:
             out["per_namespace"] = {n: asdict(session.states[n].counts) for n in names[:2]}
             out["again"] = asdict(timed(lambda: session.read(names))[0])
             out["dumps"] = {n: dump_sizes(session.socket(n)) for n in names[:2]}
+            out["link_dump_bytes"] = sum(link_dump_bytes(session.socket(n)) for n in names)
         return out
     finally:
         session.close()
+
+
+def link_dump_bytes(sock) -> int:
+    """Bytes of one link dump (RTEXT_FILTER_SKIP_STATS) in the namespace of ``sock``: what
+    any reader of every link's attributes receives at least from this kernel."""
+    from netcfg.kernel.nlmsg import RTM_GETLINK, getlink_dump
+    before = sock.counters.bytes_received
+    for _ in sock.dump(RTM_GETLINK, getlink_dump()):
+        pass
+    return sock.counters.bytes_received - before
 
 
 def dump_sizes(sock) -> dict[str, dict[str, int]]:
