@@ -60,6 +60,9 @@ LINK_ATTRIBUTES = {
 DUMP_ATTEMPTS = 16
 DUMP_BACKOFF_S = 0.01       # 10 ms, doubling,
 DUMP_BACKOFF_MAX_S = 0.5    # up to half a second: ~6 s in all before giving up
+# A namespace's IPv6 address dump is tried this often before it is read one
+# device at a time (_read_addresses).
+IPV6_DUMP_ATTEMPTS = 2
 _T = TypeVar("_T")
 # Master kind -> the master's attribute listing its members (in ifindex
 # order), or the member's attribute naming its master.
@@ -183,16 +186,18 @@ def read_ifindexes(sock: RtnlSocket, state: NamespaceState) -> None:
 
 
 def _dump(sock: RtnlSocket, state: NamespaceState, msg_type: int, payload: bytes,
-          parse: Callable[[memoryview], _T]) -> tuple[list[_T], bool]:
+          parse: Callable[[memoryview], _T], attempts: int = DUMP_ATTEMPTS
+          ) -> tuple[list[_T], bool]:
     """parse() of every message of a dump, read again while the kernel says it
-    was interrupted; and whether the kernel filtered it."""
-    for attempt in range(DUMP_ATTEMPTS):
+    was interrupted (DumpInterrupted after ``attempts``); and whether the
+    kernel filtered it."""
+    for attempt in range(attempts):
         state.counts.dumps += 1
         dump = sock.dump(msg_type, payload)
         try:
             return [parse(p) for _t, _f, p in dump], dump.filtered
         except DumpInterrupted:
-            if attempt == DUMP_ATTEMPTS - 1:
+            if attempt == attempts - 1:
                 raise
             state.counts.retries += 1
             # Back off: the change that interrupted us is often a burst (IPv6
@@ -283,10 +288,22 @@ def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]
     # thousands of links come up, IPv6 duplicate address detection changes
     # IPv6 addresses for seconds. A joint dump was interrupted on every try
     # and failed the verify; the IPv4 half is immune to that churn this way.
-    addresses = []
-    for family in (socket.AF_INET, socket.AF_INET6):
-        found, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(family), parse_address)
-        addresses += found
+    addresses, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(socket.AF_INET), parse_address)
+    try:
+        found, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(socket.AF_INET6),
+                         parse_address, attempts=IPV6_DUMP_ATTEMPTS)
+    except DumpInterrupted:
+        # DAD of the link-local addresses of thousands of links just brought
+        # up interrupts every dump spanning more than one datagram for
+        # seconds (4000 in one namespace: 9 retries, 2.6 s of backoff). One
+        # device's addresses fit one datagram, which the kernel never flags.
+        state.counts.retries += 1
+        found = []
+        for index in sorted(state.names):
+            more, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(socket.AF_INET6, index),
+                            parse_address)
+            found += more
+    addresses += found
     for parsed in addresses:
         if parsed is None:
             continue

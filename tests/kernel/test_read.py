@@ -25,6 +25,7 @@ from netcfg.compile.validate import finish_model
 from netcfg.errors import Report
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.nlmsg import NETLINK_ROUTE
+from netcfg.kernel import read as read_module
 from netcfg.kernel.read import netns_ids, read_model, read_namespace
 from netcfg.kernel.tags import NETCFG_GROUP
 
@@ -222,6 +223,47 @@ def test_show_output_compiles_back_to_the_same_model(scene):
 
 # --- the numbers (printed with -s) --------------------------------------------------
 VETHS = 200
+
+
+def test_ipv6_addresses_are_read_device_by_device_while_the_namespace_churns(
+        netns_dir, switcher, tmp_path, monkeypatch):
+    """IPv6 DAD on thousands of links just brought up interrupts a namespace's
+    IPv6 address dump for seconds (NLM_F_DUMP_INTR on every try: 9 retries
+    and 2.6 s of backoff for 4000 links). One device's addresses fit one
+    datagram, built in one step, which the kernel does not flag: after two
+    tries the read goes device by device. The churn here is another program
+    adding and removing an address of its own as fast as it can, while the
+    600 addresses read span several datagrams."""
+    pairs = 300
+    ns = netns_dir.create("churn")
+    ip("churn", "\n".join(["link set lo up", "link add busy type veth peer name busy2"]
+                          + [f"link add v{i} type veth peer name w{i}" for i in range(pairs)]
+                          + [f"addr add 2001:db8:{i + 1}::1/64 dev v{i} nodad"
+                             for i in range(pairs)]
+                          + [f"addr add 2001:db8:{i + 1}::2/64 dev w{i} nodad"
+                             for i in range(pairs)]))
+    script = tmp_path / "churn.batch"
+    script.write_text("\n".join(f"addr {op} 2001:db8:ffff::1/64 dev busy nodad"
+                                for _ in range(200000) for op in ("add", "del")))
+    # One interrupted try is enough to go device by device here, so a churn
+    # that hits the dump once (it hits every try in practice) decides.
+    monkeypatch.setattr(read_module, "IPV6_DUMP_ATTEMPTS", 1)
+    churner = subprocess.Popen(["ip", "-n", "churn", "-force", "-batch", str(script)],
+                               stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)   # under way
+        with rtnl_in(switcher, ns) as sock:
+            state = read_namespace(sock, "churn")
+        still_running = churner.poll() is None
+    finally:
+        churner.kill()
+        churner.wait()
+    assert still_running, "the churn ended before the read: it tested nothing"
+    for i in range(pairs):
+        assert f"2001:db8:{i + 1}::1/64" in state.interfaces[f"v{i}"].attrs["address"]
+        assert f"2001:db8:{i + 1}::2/64" in state.interfaces[f"w{i}"].attrs["address"]
+    # Device by device (a dump each), not the whole dump retried with backoff.
+    assert state.counts.dumps >= 2 * pairs and state.counts.retries <= 4, state.counts
 
 
 def _strace_received(argv: list[str]) -> tuple[int, int] | None:
