@@ -191,11 +191,14 @@ class Objects:
 
 def objects_of(model) -> Objects:
     """The veth pairs of the model, owned by their root-namespace side."""
-    pairs = []
+    pairs, seen = [], set()
     for (netns, name), obj in model.interfaces.items():
         if netns or obj.kind != "veth":
             continue
         peer, peer_ns = obj.attrs["veth-peer-name"], obj.attrs.get("veth-peer-netns", "")
+        if (peer_ns, peer) in seen:
+            continue   # both ends in the root namespace: the pair is counted once
+        seen.add(("", name))
         other = model.interfaces.get((peer_ns, peer))
         pairs.append((name, peer, peer_ns, list(obj.attrs.get("address", [])),
                       list(other.attrs.get("address", [])) if other else []))
@@ -216,13 +219,17 @@ def iproute2_batches(objs: Objects, directory: str) -> tuple[str, str, dict[str,
     peer_ups: dict[str, list[str]] = {n: [] for n in objs.namespaces}
     for name, peer, peer_ns, addresses, peer_addresses in objs.pairs:
         # The same attributes netcfg sends: the group tag on both ends, the peer made inside
-        # its namespace.
+        # its namespace (or beside it: the root-namespace file of (b)).
         adds.append(f"link add {name} group {GROUP} type veth peer name {peer} group {GROUP}"
-                    f" netns {peer_ns}")
+                    + (f" netns {peer_ns}" if peer_ns else ""))
         addrs += [f"addr add {a} dev {name}" for a in addresses]
         ups.append(f"link set {name} up")
-        per_ns[peer_ns] += [f"addr add {a} dev {peer}" for a in peer_addresses]
-        peer_ups[peer_ns].append(f"link set {peer} up")
+        if peer_ns:
+            per_ns[peer_ns] += [f"addr add {a} dev {peer}" for a in peer_addresses]
+            peer_ups[peer_ns].append(f"link set {peer} up")
+        else:
+            addrs += [f"addr add {a} dev {peer}" for a in peer_addresses]
+            ups.append(f"link set {peer} up")
     root = write("root.batch", adds + addrs + ups)
     tenants = {n: write(f"{n}.batch", per_ns[n] + peer_ups[n]) for n in objs.namespaces}
     return netns, root, tenants
@@ -417,7 +424,10 @@ def measure_cli(args, variables) -> dict[str, Any]:
 
 
 def measure_iproute2(args, variables) -> dict[str, Any]:
-    objs = objects_of(compile_model(args.config, variables))
+    """`ip -batch` of the config's objects; with --interfaces, of that file's (the root
+    namespace subset of (b): the kernel's floor for the work ifupdown2 is given)."""
+    objs = objects_of(compile_model(args.interfaces, {}) if args.interfaces
+                      else compile_model(args.config, variables))
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as d:
         netns_batch, root_batch, tenant_batches = iproute2_batches(objs, d)
         t_netns, _ = run_timed(["ip", "-batch", netns_batch])
