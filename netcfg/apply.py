@@ -543,6 +543,7 @@ def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:
     if added:
         for handle in session.nsdir.create_many(added):
             session.handles[handle.name] = handle
+        session.open_sockets([ROOT_NETNS, *added])
         # Every managed namespace gets an nsid in the host's view (`nsid N` in
         # its netns stanza, else the kernel's pick): cross-namespace devices
         # and netcfgd's one event socket name namespaces by it.

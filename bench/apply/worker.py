@@ -393,6 +393,7 @@ def kernel_floor(names: list[str]) -> dict[str, Any]:
     session = KernelSession()
     try:
         messages, cpu0, start = 0, _cpu(), time.perf_counter()
+        session.open_sockets(names)
         sockets = [session.socket(n) for n in names]
         opened = time.perf_counter() - start
         for sock in sockets:

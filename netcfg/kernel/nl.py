@@ -18,10 +18,10 @@ Wire encoding and decoding are in nlmsg.py.
 
 from __future__ import annotations
 
-import dataclasses
 import errno as errno_mod
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -144,12 +144,19 @@ class Counters:
     errors: int = 0
 
     def copy(self) -> "Counters":
-        return dataclasses.replace(self)
+        return Counters(self.messages_sent, self.sendmsg_calls, self.recv_calls,
+                        self.bytes_received, self.acks, self.errors)
 
     def since(self, before: "Counters") -> "Counters":
-        """What was done after ``before`` (a copy taken earlier)."""
-        return Counters(*(now - then for now, then in
-                          zip(dataclasses.astuple(self), dataclasses.astuple(before))))
+        """What was done after ``before`` (a copy taken earlier).
+
+        Field by field, not dataclasses.astuple: that deep-copies, and a read
+        of 1000 namespaces spent 0.09 s in it."""
+        return Counters(self.messages_sent - before.messages_sent,
+                        self.sendmsg_calls - before.sendmsg_calls,
+                        self.recv_calls - before.recv_calls,
+                        self.bytes_received - before.bytes_received,
+                        self.acks - before.acks, self.errors - before.errors)
 
 
 class Dump:
@@ -235,8 +242,6 @@ class RtnlSocket:
         self.sock = sock
         self.counters = Counters()
         self._seq = 0
-        self._rbuf = bytearray(RECV_SIZE)
-        self._rview = memoryview(self._rbuf)
         self._dump: Dump | None = None   # the dump in progress, if any
         sock.setblocking(True)   # transact's between-sends drain relies on MSG_DONTWAIT alone
         if sock.getsockname()[0] == 0:
@@ -379,7 +384,7 @@ class RtnlSocket:
 
     def _recv(self, flags: int = 0) -> bytes:
         try:
-            n = self.sock.recv_into(self._rview, RECV_SIZE, flags | socket.MSG_TRUNC)
+            n = self.sock.recv_into(_receive_buffer(), RECV_SIZE, flags | socket.MSG_TRUNC)
         except OSError as e:
             if e.errno == errno_mod.ENOBUFS:
                 raise AcksLost("netlink receive buffer overflowed (ENOBUFS): answers from the "
@@ -389,7 +394,7 @@ class RtnlSocket:
         self.counters.bytes_received += n
         if n > RECV_SIZE:
             raise AcksLost(f"a netlink datagram of {n} bytes did not fit {RECV_SIZE}")
-        return bytes(self._rview[:n])
+        return bytes(_receive_buffer()[:n])
 
     def _count_ack(self, err: int) -> None:
         if err:
@@ -427,6 +432,19 @@ class RtnlSocket:
             for msg_type, _flags, rseq, _payload in iter_messages(self._recv()):
                 if rseq == seq and msg_type in (NLMSG_DONE, NLMSG_ERROR):
                     return
+
+
+_per_thread = threading.local()
+
+
+def _receive_buffer() -> memoryview:
+    """The scratch buffer every RtnlSocket of this thread receives into (what
+    is kept is copied out). One per socket cost 256 KiB and ~0.11 ms of page
+    faults each: a tenth of a second and 256 MiB for 1000 namespaces."""
+    view = getattr(_per_thread, "view", None)
+    if view is None:
+        view = _per_thread.view = memoryview(bytearray(RECV_SIZE))
+    return view
 
 
 def _force_buffer(sock: socket.socket, force_opt: int, opt: int, size: int) -> int:

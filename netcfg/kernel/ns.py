@@ -343,12 +343,40 @@ class NetnsSwitcher:
         """A socket created inside netns; it stays there whatever thread uses it."""
         return self.call(netns, socket.socket, family, type, proto)
 
+    def sockets_in(self, handles: list[Netns], family: int, type: int,
+                   proto: int = 0) -> list[socket.socket]:
+        """A socket inside each of ``handles``, in one trip to the thread (a
+        trip costs ~60 us: 1000 namespaces' sockets one by one paid 0.06 s of
+        hand-offs). On a failure, those made are closed and the error raised."""
+        if not handles:
+            return []
+        for netns in handles:
+            if netns.fd < 0:
+                raise NetnsError(netns.name, "the handle is closed")
+
+        def make_all() -> list[socket.socket]:
+            made: list[socket.socket] = []
+            try:
+                for netns in handles:
+                    self._enter(netns)
+                    made.append(socket.socket(family, type, proto))
+            except BaseException:
+                for sock in made:
+                    sock.close()
+                raise
+            return made
+        return self.call(handles[0], make_all)
+
     def _run(self, netns: Netns, fn: Callable[..., Any], args: tuple) -> Any:
+        self._enter(netns)
+        return fn(*args)
+
+    def _enter(self, netns: Netns) -> None:
+        """Move the thread (it must be the switcher's) into netns, if not there."""
         if netns.identity != self.current:
             _setns(netns.name, netns.fd)
             self.setns_calls += 1
             self.current = netns.identity
-        return fn(*args)
 
     def close(self) -> None:
         self._worker.shutdown(wait=threading.get_ident() != self._ident)

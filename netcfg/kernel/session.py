@@ -73,6 +73,21 @@ class KernelSession:
             sock = self.sockets[name] = RtnlSocket(raw)
         return sock
 
+    def open_sockets(self, names: Iterable[str]) -> None:
+        """A socket in each of these namespaces that has none yet, made in one
+        trip to the setns thread (reads open every namespace's at once)."""
+        missing = [n for n in dict.fromkeys(names) if n not in self.sockets]
+        handles = [self.netns(n) for n in missing]
+        raws = self.switcher.sockets_in(handles, socket.AF_NETLINK,
+                                        socket.SOCK_RAW | socket.SOCK_CLOEXEC, NETLINK_ROUTE)
+        for i, (name, raw) in enumerate(zip(missing, raws)):
+            try:
+                self.sockets[name] = RtnlSocket(raw)
+            except BaseException:
+                for left in raws[i:]:
+                    left.close()
+                raise
+
     def forget(self, name: str) -> None:
         """A namespace was deleted: drop its socket and handle."""
         sock = self.sockets.pop(name, None)
@@ -92,6 +107,7 @@ class KernelSession:
         ``states[NAME].foreign_routes``, never into the model)."""
         existing = self.existing_namespaces()
         wanted = [n for n in dict.fromkeys(names) if n == ROOT_NETNS or n in existing]
+        self.open_sockets(wanted)
         model, states = read_model({n: self.socket(n) for n in wanted},
                                    netns_fds={n: self.netns(n).fd for n in wanted},
                                    foreign_routes=foreign_routes)

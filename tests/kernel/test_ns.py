@@ -174,6 +174,23 @@ def test_sockets_from_socket_in_live_in_the_namespace(netns_dir, switcher):
         assert switcher.call(red, thread_netns_inode) == red.identity.ino
 
 
+def test_sockets_in_many_namespaces_in_one_trip(netns_dir, switcher):
+    spaces = [netns_dir.create(f"m{i}") for i in range(5)]
+    try:
+        made = switcher.sockets_in([*spaces, spaces[0]], socket.AF_INET, socket.SOCK_DGRAM)
+        assert [socket_cookie(s) for s in made] == [n.identity.cookie
+                                                     for n in [*spaces, spaces[0]]]
+        for sock in made:
+            sock.close()
+        # One closed handle: nothing is made, nothing is left open.
+        spaces[2].close()
+        with pytest.raises(NetnsError, match="'m2': the handle is closed"):
+            switcher.sockets_in(spaces, socket.AF_INET, socket.SOCK_DGRAM)
+    finally:
+        for netns in spaces:
+            netns.close()
+
+
 def test_the_switcher_skips_redundant_switches(netns_dir, switcher):
     with netns_dir.create("red") as red, netns_dir.create("blue") as blue, \
             netns_dir.open("") as root:
