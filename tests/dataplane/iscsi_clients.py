@@ -66,7 +66,7 @@ def login_pdu(initiator: str, target: str | None, itt: int = 1, cmdsn: int = 1) 
     """A leading Login request straight to full feature phase
     (CSG=operational, NSG=full feature, T=1), no authentication."""
     keys = [f"InitiatorName={initiator}", "AuthMethod=None"]
-    keys += [f"SessionType=Normal", f"TargetName={target}"] if target else ["SessionType=Discovery"]
+    keys += ["SessionType=Normal", f"TargetName={target}"] if target else ["SessionType=Discovery"]
     data = b"".join(k.encode() + b"\0" for k in keys[:1] + keys[2:])
     bhs = bytearray(48)
     bhs[0] = 0x43

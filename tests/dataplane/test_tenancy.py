@@ -4,14 +4,13 @@ while serving; a namespace going away takes its listeners and sessions."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import threading
 import time
 
 import pytest
 
-from iscsi_clients import IQN, identity, login_pdu, login_status, make_netns, read_pdu, run, url
+from iscsi_clients import IQN, identity, make_netns, run, url
 
 ADDR = "10.0.0.1"
 INITIATOR = "iqn.2024-01.org.netcfg.test:host"
