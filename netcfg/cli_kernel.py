@@ -3,7 +3,9 @@
 When netcfgd runs (its control socket answers), apply, query --check and
 show go through it: the daemon is the single writer, compiles the same
 config, and streams progress back (netcfg/client.py); `netcfg status`
-shows what it does. Without a daemon they work alone, as follows.
+shows what it does. `apply --confirm` too: the daemon keeps the deadline and
+reverts by itself, and `netcfg confirm` asks it to keep the change
+(daemon/netcfgd/trial.py). Without a daemon they work alone, as follows.
 
 They need root (the CLI says so, exit 2, before touching anything); the
 ones that write take the apply lock (RUN_DIR/apply.lock, RUN_DIR from
@@ -17,9 +19,11 @@ import argparse
 import contextlib
 import os
 import sys
+import time
 from typing import Any
 
-from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_OK, UsageError
+from netcfg.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, EXIT_OK,
+                           EXIT_REVERT_FAILED, NetcfgError, UsageError)
 
 CONFIRM_HELP = ("revert unless `netcfg confirm` comes within SECONDS (exit 3); "
                 "Ctrl-C reverts too, a lost terminal does not")
@@ -192,20 +196,20 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
     from netcfg.cli import print_json
     from netcfg.progress import Progress
 
-    if args.confirm is not None:
-        daemon.close()
-        raise UsageError("--confirm: netcfgd is running and enforces what it applies, so "
-                         "there is nothing to revert to; stop it (systemctl stop netcfgd) "
-                         "to apply with --confirm")
     progress = Progress()
-    try:
-        answer = _ask(daemon, "apply", progress, source=_daemon_source(args),
-                      dry_run=args.dry_run, json=args.json, lower=args.lower,
-                      interfaces=args.interfaces, netns=args.netns)
-    finally:
-        progress.finish()
-    for warning in answer.get("warnings") or ():
-        print(warning, file=sys.stderr)
+    confirming = args.confirm is not None
+    with _hangup_detaches(confirming):
+        try:
+            answer = _ask(daemon, "apply", progress, source=_daemon_source(args),
+                          dry_run=args.dry_run, json=args.json, lower=args.lower,
+                          interfaces=args.interfaces, netns=args.netns, confirm=args.confirm)
+        finally:
+            progress.finish()
+        for warning in answer.get("warnings") or ():
+            print(warning, file=sys.stderr)
+        trial = answer.get("trial")
+        if trial is not None:
+            _trial_outcome(_await_trial(trial["number"], args.confirm))
     summary = answer["summary"]
     if args.json:
         print_json({"plan": answer["plan"], "summary": summary})
@@ -213,8 +217,66 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
         print(answer["plan_text"], end="")
     else:
         print(f"applied: {summary['operations']} operations in {summary['batches']} batches, "
-              f"{summary['requests']} netlink requests, verified (by netcfgd)")
+              f"{summary['requests']} netlink requests, verified (by netcfgd)"
+              + (", confirmed" if trial is not None else ""))
     return EXIT_OK
+
+
+# How often a waiting `apply --confirm` asks netcfgd whether its trial ended.
+TRIAL_POLL_S = 0.2
+
+
+def _await_trial(number: int, seconds: float) -> dict[str, Any]:
+    """Wait for netcfgd's trial NUMBER to end (confirmed or reverted: the
+    deadline is the daemon's). Ctrl-C or SIGTERM asks it to revert now."""
+    from netcfg.confirm import Interrupted, shielded, wait_signals
+
+    print(f"netcfg: applied and verified; run 'netcfg confirm' within {seconds:g} s to keep "
+          f"it, or netcfgd reverts it", file=sys.stderr, flush=True)
+    try:
+        with wait_signals():
+            while True:
+                trial = _trial_request("trial", number=number)
+                if trial["state"] != "waiting":
+                    return trial
+                time.sleep(min(TRIAL_POLL_S, max(trial["left"], 0.01)))
+    except (Interrupted, KeyboardInterrupt) as signal_name:
+        with shielded():
+            return _trial_request("trial-abort", number=number,
+                                  why=f"interrupted ({signal_name or 'SIGINT'}) while "
+                                      f"waiting for confirmation")
+
+
+def _trial_request(command: str, **fields: Any) -> dict[str, Any]:
+    """The trial as netcfgd answers ``command``. A daemon gone (or restarted:
+    it forgets trials) cannot say; it reverts at its start what nobody
+    confirmed (trial.json), and that is what the client reports, exit 3."""
+    from netcfg.client import connect
+
+    gone = NetcfgError("netcfgd stopped while the change waited for confirmation; it "
+                       "reverts the change when it starts again")
+    gone.exit_code = EXIT_APPLY_FAILED_REVERTED
+    try:
+        daemon = connect()
+        if daemon is None:
+            raise gone
+        return _ask(daemon, command, **fields)["trial"]
+    except OSError:
+        raise gone from None
+    except NetcfgError as e:
+        if e is gone:
+            raise
+        raise gone from None
+
+
+def _trial_outcome(trial: dict[str, Any]) -> None:
+    """Return when the change was confirmed; raise (exit 3 or 4) when not."""
+    if trial["state"] == "confirmed":
+        return
+    error = NetcfgError(f"{trial['why']} (by netcfgd)")
+    error.exit_code = (EXIT_APPLY_FAILED_REVERTED if trial["state"] == "reverted"
+                       else EXIT_REVERT_FAILED)
+    raise error
 
 
 def _hangup_detaches(confirming: bool) -> contextlib.AbstractContextManager:
@@ -263,6 +325,13 @@ def cmd_down(args: argparse.Namespace) -> int:
 def cmd_confirm(args: argparse.Namespace) -> int:
     from netcfg.confirm import confirm
 
+    daemon = _daemon()
+    if daemon is not None:
+        trial = _ask(daemon, "confirm")["trial"]
+        if trial is not None:
+            print(f"confirmed: the apply of pid {trial['client_pid']} keeps its changes "
+                  f"(netcfgd)")
+            return EXIT_OK
     pid = confirm()
     print(f"confirmed: the apply of pid {pid} keeps its changes")
     return EXIT_OK

@@ -84,7 +84,7 @@ class ConfirmWaiter:
         ran out. Raises Interrupted on SIGINT/SIGTERM."""
         assert self.sock is not None, "use ConfirmWaiter as a context manager"
         deadline = time.monotonic() + seconds
-        with _wait_signals():
+        with wait_signals():
             while (remaining := deadline - time.monotonic()) > 0:
                 self.sock.settimeout(remaining)
                 try:
@@ -141,7 +141,9 @@ def confirm(directory: str | None = None, timeout: float = 5.0) -> int:
 
 
 @contextlib.contextmanager
-def _wait_signals() -> Iterator[None]:
+def wait_signals() -> Iterator[None]:
+    """While waiting for a confirmation: SIGINT and SIGTERM raise Interrupted,
+    SIGHUP detaches the output (the terminal may be gone with the change)."""
     def stop(signum: int, _frame: object) -> None:
         raise Interrupted(signal.Signals(signum).name)
 

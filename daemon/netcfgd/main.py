@@ -4,7 +4,8 @@
     full reconcile -> READY=1 -> loop:
         events and /run/netns changes mark namespaces dirty;
         debounce -> reconcile the dirty ones; retries with backoff;
-        control socket requests (status, apply, query, show, reload);
+        control socket requests (status, apply, query, show, reload, confirm);
+        an apply --confirm on trial reverts at its deadline (trial.py);
         SIGHUP reloads (RELOADING=1 ... READY=1), SIGTERM stops;
         WATCHDOG=1 when systemd asks for it; a full resync now and then.
 
@@ -30,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from netcfg import __version__
-from netcfg.apply import ApplyResult, Selection, apply
+from netcfg.apply import ApplyFailed, ApplyResult, RevertFailed, Selection, apply, revert
 from netcfg.applylock import apply_lock
 from netcfg.client import socket_path
-from netcfg.compile import DEFAULT_CONFIG, ConfigSource, compile_config
+from netcfg.compile import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config
 from netcfg.compile.model import Model
 from netcfg.confirm import run_dir
 from netcfg.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
@@ -48,6 +49,7 @@ from netcfgd.hooks import NamespaceHooks
 from netcfgd.notify import Notifier
 from netcfgd.reconcile import Reconciler
 from netcfgd.storage import StorageHooks
+from netcfgd.trial import CONFIRMED, REVERT_FAILED, REVERTED, Trial, Trials
 from netcfgd.watch import NetnsDirWatch, classify
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -85,6 +87,7 @@ class Daemon:
         self.ready = False
         self.started_at = time.time()
         self.run_dir = options.run_dir or run_dir()
+        self.trials = Trials(self.run_dir)
         # Set up in start():
         self.events: EventSocket | None = None
         self.watch: NetnsDirWatch | None = None
@@ -104,17 +107,42 @@ class Daemon:
         self.session = KernelSession(self.options.netns_dir)
         self.reconciler = Reconciler(self.session, self.log, self.hooks,
                                      before_write=self.apply_lock)
-        compiled = compile_config(self.source)
+        compiled = self._left_by_a_trial() or compile_config(self.source)
         self._loaded(compiled)
         self.control = ControlServer(socket_path(self.run_dir))
         self.reconciler.remove_half_made()
         self.reconciler.map_nsids()
         self.notifier.status("first reconcile")
         self.run_pass(None)
+        self.trials.forget_left_over()
         self._freeze_heap()
         self.ready = True
         self.notifier.ready(self.reconciler.summary())
         self.log.info(f"ready: {self.reconciler.summary()}")
+
+    def _left_by_a_trial(self) -> Any:
+        """The config from before an apply --confirm that was still waiting
+        when the daemon stopped (trial.py): nobody can confirm it now, so it
+        is reverted, by enforcing that config from the first pass on."""
+        left = self.trials.left_over()
+        if left is None:
+            return None
+        try:
+            source = left["previous_source"]
+            compiled = compile_config(ConfigSource(
+                path=STDIN, stdin_text=json.dumps(left["previous"])))
+            self.source = ConfigSource(path=source["path"],
+                                       variables=dict(source.get("variables") or {}),
+                                       stdin_text=source.get("stdin_text"))
+        except (KeyError, TypeError, ConfigInvalid) as e:
+            self.log.error(f"{self.trials.path} is unreadable ({type(e).__name__}: {e}); "
+                           f"starting from the config instead")
+            self.trials.forget_left_over()
+            return None
+        self.log.warning(f"netcfgd stopped while an apply --confirm (pid "
+                         f"{left.get('client_pid')}) waited for `netcfg confirm`: reverting "
+                         f"to the config from before it")
+        return compiled
 
     @staticmethod
     def _freeze_heap() -> None:
@@ -184,7 +212,9 @@ class Daemon:
             while not self.stop_requested:
                 now = time.monotonic()
                 deadlines = [next_resync]
-                for t in (self.dirty.deadline(), self.reconciler.next_wakeup()[0]):
+                trial = self.trials.current
+                for t in (self.dirty.deadline(), self.reconciler.next_wakeup()[0],
+                          trial.deadline if trial is not None else None):
                     if t is not None:
                         deadlines.append(t)
                 due = self.notifier.watchdog_due(now)
@@ -195,10 +225,15 @@ class Daemon:
                     key.data()
                 if self.stop_requested:
                     break
-                if self.reload_requested:
+                if self.reload_requested and self.trials.current is None:
+                    # A reload during a trial waits for its end: it would
+                    # replace both the config on trial and the one to go back to.
                     self.reload_requested = False
                     self.reload()
                 now = time.monotonic()
+                trial = self.trials.current
+                if trial is not None and now >= trial.deadline:
+                    self.end_trial(f"no confirmation within {trial.seconds:g} s")
                 self.notifier.ping(now)
                 if self.resync_pending or now >= next_resync:
                     self.resync_pending = False
@@ -349,14 +384,22 @@ class Daemon:
 
     def apply_config(self, desired: Model, source: ConfigSource, *,
                      selection: Selection | None, dry_run: bool, lower_enabled: bool,
-                     on_write: Callable[..., None]) -> ApplyResult:
+                     on_write: Callable[..., None], confirm: float | None = None,
+                     client_pid: int = 0) -> tuple[ApplyResult, Trial | None]:
         """`netcfg apply` through the daemon. A dry run changes nothing; an
         apply that verified becomes the config the daemon enforces (and
-        reloads, when it came from files)."""
+        reloads, when it came from files). With ``confirm`` (seconds) a change
+        is on trial: reverted at the deadline unless `netcfg confirm` comes."""
         assert self.reconciler is not None and self.session is not None
         if dry_run:
             return apply(desired, self.session, lower_enabled=lower_enabled, dry_run=True,
-                         selection=selection)
+                         selection=selection), None
+        waiting = self.trials.current
+        if waiting is not None:
+            raise NetcfgError(f"an apply --confirm (pid {waiting.client_pid}) waits for "
+                              f"`netcfg confirm` ({waiting.left():.0f} s left): confirm it, "
+                              f"or let it revert, first")
+        previous, previous_source = self.reconciler.desired, self.source
         self.session.on_batch = on_write
         try:
             with self.apply_lock():
@@ -371,7 +414,41 @@ class Daemon:
             self.source = source
         self.reconciler.map_nsids()
         self.notifier.status(self.reconciler.summary())
-        return result
+        trial = None
+        if confirm is not None and result.plan.batches:
+            trial = self.trials.begin(result, previous, previous_source, confirm, client_pid)
+            self.log.info(f"apply of pid {client_pid} on trial: reverted in {confirm:g} s "
+                          f"unless `netcfg confirm` comes")
+        return result, trial
+
+    def confirm_trial(self) -> Trial | None:
+        """`netcfg confirm`: keep the change on trial (None: none waits)."""
+        if self.trials.current is None:
+            return None
+        trial = self.trials.end(CONFIRMED)
+        self.log.info(f"apply of pid {trial.client_pid} confirmed: kept")
+        return trial
+
+    def end_trial(self, why: str) -> Trial:
+        """Revert the change on trial (the deadline passed, or its client gave
+        up): the state from before it is put back, and its config enforced."""
+        trial = self.trials.current
+        assert trial is not None and self.reconciler is not None
+        try:
+            with self.apply_lock():
+                revert(trial.result, why)
+        except ApplyFailed as e:        # what revert() raises once it restored
+            state, message = REVERTED, str(e)
+        except RevertFailed as e:
+            state, message = REVERT_FAILED, str(e)
+        self.reconciler.load(trial.previous)
+        self.source = trial.previous_source
+        self.reconciler.map_nsids()
+        self.trials.end(state, message)
+        (self.log.warning if state == REVERTED else self.log.error)(
+            f"apply of pid {trial.client_pid}: {message}")
+        self.notifier.status(self.reconciler.summary())
+        return trial
 
     # ---------------------------------------------------------------- status
 

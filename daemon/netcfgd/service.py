@@ -1,6 +1,7 @@
 """What netcfgd answers on its control socket: status, apply, query, show,
-reload. Each handler gets the request and the connection, and the daemon
-(the single writer) it speaks for."""
+reload, and for `apply --confirm` (trial.py) confirm, trial, trial-abort.
+Each handler gets the request and the connection, and the daemon (the
+single writer) it speaks for."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from netcfg.apply import Selection, apply
 from netcfg.compile import ConfigSource, compile_config
 from netcfg.compile.model import ROOT_NETNS
-from netcfg.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
+from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError
 
 from netcfgd.control import ControlConnection
 
@@ -67,6 +68,10 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
     source = source_from_request(request)
     compiled = compile_config(source)
     dry_run = bool(request.get("dry_run"))
+    confirm = request.get("confirm")
+    if confirm is not None and (isinstance(confirm, bool) or not isinstance(confirm, (int, float))
+                                or not 0 < confirm <= MAX_CONFIRM_S):
+        raise NetcfgError(f'"confirm" must be a number of seconds, 0 < S <= {MAX_CONFIRM_S}')
     lower_enabled = request.get("lower", "auto") == "auto"
     interfaces = tuple(dict.fromkeys(request.get("interfaces") or ()))
     namespaces = tuple(dict.fromkeys(request.get("netns") or ()))
@@ -78,12 +83,47 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
         conn.progress(batch=batch, batches=batches, done=done, total=total,
                       seconds=round(time.monotonic() - started, 3))
 
-    result = daemon.apply_config(compiled.model, source, selection=selection,
-                                 dry_run=dry_run, lower_enabled=lower_enabled,
-                                 on_write=progress)
+    result, trial = daemon.apply_config(compiled.model, source, selection=selection,
+                                        dry_run=dry_run, lower_enabled=lower_enabled,
+                                        on_write=progress, confirm=confirm,
+                                        client_pid=conn.pid or 0)
     conn.result(summary=result.summary(), plan=result.plan.to_json() if request.get("json")
                 else None, plan_text=result.plan.to_text() if dry_run else None,
-                warnings=[w.format() for w in compiled.warnings])
+                warnings=[w.format() for w in compiled.warnings],
+                trial=trial.to_json() if trial is not None else None)
+
+
+def confirm(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    """`netcfg confirm`: keep the change on trial."""
+    trial = daemon.confirm_trial()
+    conn.result(trial=trial.to_json() if trial is not None else None)
+
+
+def trial_state(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    """Where trial NUMBER stands: waiting (seconds left), confirmed, reverted."""
+    trial = daemon.trials.find(_number(request))
+    if trial is None:
+        conn.error(f"netcfgd knows no trial {request.get('number')!r} (a restart forgets "
+                   f"them; it reverted any that was waiting)", EXIT_USAGE)
+        return
+    conn.result(trial=trial.to_json())
+
+
+def trial_abort(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
+    """The waiting client gave up (Ctrl-C, SIGTERM): revert now."""
+    number = _number(request)
+    current = daemon.trials.current
+    if current is not None and current.number == number:
+        daemon.end_trial(str(request.get("why") or "interrupted while waiting for "
+                                                   "confirmation"))
+    trial_state(daemon, conn, request)
+
+
+def _number(request: dict[str, Any]) -> int:
+    number = request.get("number")
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise NetcfgError('the request needs the trial\'s "number"')
+    return number
 
 
 def query(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
@@ -114,5 +154,8 @@ def show(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> 
         conn.result(text=emit_model(model, running=True, netns_mark=NETNS_MARK))
 
 
+# Longest an apply --confirm may wait: a day (the CLI's own check is the same).
+MAX_CONFIRM_S = 86400
+
 HANDLERS = {"status": status, "reload": reload, "apply": apply_request, "query": query,
-            "show": show}
+            "show": show, "confirm": confirm, "trial": trial_state, "trial-abort": trial_abort}
