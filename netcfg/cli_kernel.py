@@ -125,8 +125,7 @@ def _daemon_source(args: argparse.Namespace) -> dict[str, Any]:
 def _ask(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict[str, Any]:
     """One request to the daemon; progress lines go to ``progress``. A config
     error is printed as the CLI prints its own (FILE:LINE: ...)."""
-    from netcfg.client import DaemonError
-    from netcfg.errors import NetcfgError
+    from netcfg.client import DaemonError, DaemonGone
 
     with daemon:
         stream = daemon.request(command, **fields)
@@ -138,6 +137,8 @@ def _ask(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict
                              message["total"])
         except StopIteration as done:
             return done.value
+        except DaemonGone:
+            raise
         except DaemonError as e:
             for line in e.diagnostics:
                 print(line, file=sys.stderr)
@@ -172,17 +173,30 @@ def cmd_apply(args: argparse.Namespace) -> int:
     daemon = _daemon()
     if daemon is not None:
         return _apply_through(daemon, args)
+    from netcfg.apply import revert
+    from netcfg.confirm import InterruptGuard, shielded
+
     selection = Selection(tuple(dict.fromkeys(args.interfaces)), tuple(dict.fromkeys(args.netns)))
     compiled = compile_config(config_source(args))
     confirming = args.confirm is not None
     progress = Progress()
     with _session() as session, _apply_lock(), _hangup_detaches(confirming):
-        session.on_batch = progress
-        try:
-            result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
-                           dry_run=args.dry_run, selection=selection or None)
-        finally:
-            progress.finish()
+        with InterruptGuard() as interrupt:
+            def batch_done(*done: int) -> None:
+                progress(*done)
+                interrupt.check()     # Ctrl-C: apply() reverts what it wrote
+
+            session.on_batch = batch_done
+            try:
+                result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
+                               dry_run=args.dry_run, selection=selection or None)
+            finally:
+                progress.finish()
+        if interrupt.signal_name is not None:   # after the last batch: undo it all
+            if not result.plan.batches or result.dry_run:
+                raise KeyboardInterrupt
+            with shielded():
+                revert(result, f"interrupted ({interrupt.signal_name})")
         if confirming and result.plan.batches:
             _await_confirmation(result, args.confirm)
     _report(args, result, "applied", ", confirmed" if confirming and result.plan.batches
@@ -196,20 +210,39 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
     from netcfg.cli import print_json
     from netcfg.progress import Progress
 
+    from netcfg.client import DaemonGone
+    from netcfg.confirm import InterruptGuard
+
     progress = Progress()
     confirming = args.confirm is not None
+    # With --confirm, Ctrl-C while the daemon applies asks it to revert once
+    # the change is on trial; without, the daemon finishes and keeps it anyway.
+    guard = InterruptGuard() if confirming else contextlib.nullcontext()
     with _hangup_detaches(confirming):
-        try:
-            answer = _ask(daemon, "apply", progress, source=_daemon_source(args),
-                          dry_run=args.dry_run, json=args.json, lower=args.lower,
-                          interfaces=args.interfaces, netns=args.netns, confirm=args.confirm)
-        finally:
-            progress.finish()
+        with guard:
+            try:
+                answer = _ask(daemon, "apply", progress, source=_daemon_source(args),
+                              dry_run=args.dry_run, json=args.json, lower=args.lower,
+                              interfaces=args.interfaces, netns=args.netns,
+                              confirm=args.confirm)
+            except DaemonGone:
+                if confirming:   # the config from before is on disk: trial.py
+                    raise _daemon_gone() from None
+                raise
+            finally:
+                progress.finish()
         for warning in answer.get("warnings") or ():
             print(warning, file=sys.stderr)
         trial = answer.get("trial")
         if trial is not None:
-            _trial_outcome(_await_trial(trial["number"], args.confirm))
+            interrupted = getattr(guard, "signal_name", None)
+            if interrupted is not None:
+                outcome = _trial_request("trial-abort", number=trial["number"],
+                                         why=f"interrupted ({interrupted}) while netcfgd "
+                                             f"applied")
+            else:
+                outcome = _await_trial(trial["number"], args.confirm)
+            _trial_outcome(outcome)
     summary = answer["summary"]
     if args.json:
         print_json({"plan": answer["plan"], "summary": summary})
@@ -253,9 +286,7 @@ def _trial_request(command: str, **fields: Any) -> dict[str, Any]:
     confirmed (trial.json), and that is what the client reports, exit 3."""
     from netcfg.client import connect
 
-    gone = NetcfgError("netcfgd stopped while the change waited for confirmation; it "
-                       "reverts the change when it starts again")
-    gone.exit_code = EXIT_APPLY_FAILED_REVERTED
+    gone = _daemon_gone()
     try:
         daemon = connect()
         if daemon is None:
@@ -267,6 +298,13 @@ def _trial_request(command: str, **fields: Any) -> dict[str, Any]:
         if e is gone:
             raise
         raise gone from None
+
+
+def _daemon_gone() -> NetcfgError:
+    error = NetcfgError("netcfgd stopped while the change waited for confirmation; it "
+                        "reverts the change when it starts again")
+    error.exit_code = EXIT_APPLY_FAILED_REVERTED
+    return error
 
 
 def _trial_outcome(trial: dict[str, Any]) -> None:

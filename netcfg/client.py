@@ -42,6 +42,10 @@ class DaemonError(NetcfgError):
         self.diagnostics = diagnostics or []
 
 
+class DaemonGone(DaemonError):
+    """The connection ended before netcfgd answered: it stopped, or was killed."""
+
+
 def connect(path: str | None = None, timeout: float | None = None) -> "DaemonConnection | None":
     """A connection to the running netcfgd, or None when none listens."""
     path = path or socket_path()
@@ -76,10 +80,13 @@ class DaemonConnection:
         except OSError:
             pass   # it may have refused us before reading: its answer says why
         while True:
-            raw = self.file.readline(MAX_LINE)
+            try:
+                raw = self.file.readline(MAX_LINE)
+            except ConnectionResetError:
+                raw = b""
             if not raw:
-                raise DaemonError("netcfgd closed the connection without an answer "
-                                  "(see its log: journalctl -u netcfgd)")
+                raise DaemonGone("netcfgd closed the connection without an answer "
+                                 "(see its log: journalctl -u netcfgd)")
             try:
                 message = json.loads(raw)
             except json.JSONDecodeError:

@@ -23,11 +23,13 @@ import contextlib
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from typing import Iterator
 
-from netcfg.errors import EXIT_INVALID_CONFIG, NetcfgError, UsageError
+from netcfg.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, NetcfgError,
+                           UsageError)
 
 DEFAULT_RUN_DIR = "/run/netcfg"
 PREFIX = "confirm-"
@@ -138,6 +140,46 @@ def confirm(directory: str | None = None, timeout: float = 5.0) -> int:
         raise NotWaiting(f"the apply (pid {late}) ran out of time before it took the "
                          f"confirmation: it is reverting")
     raise NotWaiting("no apply is waiting for confirmation")
+
+
+class ApplyInterrupted(NetcfgError):
+    """SIGINT or SIGTERM came while an apply wrote: what it wrote is reverted (exit 3)."""
+
+    exit_code = EXIT_APPLY_FAILED_REVERTED
+
+
+class InterruptGuard:
+    """SIGINT and SIGTERM while an apply writes are noted, never raised in the
+    middle of a batch (that would leave a half-applied config): ``check()``,
+    called between batches, raises ApplyInterrupted, which apply() answers by
+    reverting what it wrote. ``signal_name`` says whether one came at all."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self._raised = False
+        self._context: contextlib.AbstractContextManager | None = None
+
+    def __enter__(self) -> "InterruptGuard":
+        def note(signum: int, _frame: object) -> None:
+            if self.signal_name is None:
+                print("netcfg: interrupted: what this apply wrote is reverted after the "
+                      "batch under way", file=sys.stderr, flush=True)
+            self.signal_name = signal.Signals(signum).name
+
+        self._context = _handlers({signal.SIGINT: note, signal.SIGTERM: note})
+        self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._context is not None
+        self._context.__exit__(*exc)
+
+    def check(self) -> None:
+        """Raise once: the revert that answers it runs batches too, and must
+        not be interrupted in turn (more signals are noted and ignored)."""
+        if self.signal_name is not None and not self._raised:
+            self._raised = True
+            raise ApplyInterrupted(f"interrupted ({self.signal_name})")
 
 
 @contextlib.contextmanager

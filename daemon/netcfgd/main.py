@@ -400,11 +400,17 @@ class Daemon:
                               f"`netcfg confirm` ({waiting.left():.0f} s left): confirm it, "
                               f"or let it revert, first")
         previous, previous_source = self.reconciler.desired, self.source
+        if confirm is not None:
+            self.trials.prepare(previous, previous_source, confirm, client_pid)
         self.session.on_batch = on_write
         try:
             with self.apply_lock():
                 result = apply(desired, self.session, lower_enabled=lower_enabled,
                                selection=selection)
+        except BaseException:
+            if confirm is not None:   # apply() put the old state back itself
+                self.trials.forget_left_over()
+            raise
         finally:
             self.session.on_batch = None
         self.reconciler.load(desired)
@@ -419,6 +425,8 @@ class Daemon:
             trial = self.trials.begin(result, previous, previous_source, confirm, client_pid)
             self.log.info(f"apply of pid {client_pid} on trial: reverted in {confirm:g} s "
                           f"unless `netcfg confirm` comes")
+        elif confirm is not None:
+            self.trials.forget_left_over()   # nothing changed: nothing to confirm
         return result, trial
 
     def confirm_trial(self) -> Trial | None:

@@ -73,12 +73,19 @@ class Trials:
     def path(self) -> str:
         return os.path.join(self.run_dir, TRIAL_FILE)
 
+    def prepare(self, previous: Model, previous_source: ConfigSource, seconds: float,
+                client_pid: int) -> None:
+        """Before the apply writes anything: the config to go back to, on disk,
+        so a daemon killed in the middle of the apply reverts it at start."""
+        self._save(previous, previous_source, seconds, client_pid)
+
     def begin(self, result: ApplyResult, previous: Model, previous_source: ConfigSource,
               seconds: float, client_pid: int) -> Trial:
+        """The apply verified: its change is on trial from now on."""
         self.counter += 1
         trial = Trial(self.counter, result, previous, previous_source, seconds,
                       time.monotonic() + seconds, client_pid)
-        self._save(trial)
+        self._save(previous, previous_source, seconds, client_pid)   # the deadline from now
         self.current = trial
         return trial
 
@@ -99,13 +106,13 @@ class Trials:
             return self.current
         return self.ended.get(number)
 
-    def _save(self, trial: Trial) -> None:
+    def _save(self, previous: Model, source: ConfigSource, seconds: float,
+              client_pid: int) -> None:
         """The config to go back to, for a daemon restarted before the end."""
-        data = {"previous": model_to_json(trial.previous),
-                "previous_source": {"path": trial.previous_source.path,
-                                    "variables": trial.previous_source.variables,
-                                    "stdin_text": trial.previous_source.stdin_text},
-                "deadline_wall": time.time() + trial.seconds, "client_pid": trial.client_pid}
+        data = {"previous": model_to_json(previous),
+                "previous_source": {"path": source.path, "variables": source.variables,
+                                    "stdin_text": source.stdin_text},
+                "deadline_wall": time.time() + seconds, "client_pid": client_pid}
         os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
         tmp = self.path + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

@@ -342,6 +342,22 @@ def test_ctrl_c_while_waiting_reverts(sandbox, tmp_path):
     assert namespaces() == [] and ours() == []
 
 
+def test_ctrl_c_while_writing_reverts_what_was_written(sandbox, tmp_path):
+    """Never a half-applied config: SIGINT in the middle of writing is taken
+    between two batches, and what was written is reverted (exit 3)."""
+    cfg = config_dir("".join(f"auto v{i}\n" for i in range(600)) + veths(600), tmp_path)
+    proc = netcfg_process("apply", "-c", cfg)
+    deadline = time.monotonic() + 30
+    while not ours() and proc.poll() is None:
+        assert time.monotonic() < deadline, "the apply never started writing"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "interrupted (SIGINT)" in err and "previous state was restored" in err
+    assert ours() == []
+
+
 def test_a_lost_terminal_keeps_waiting_for_confirmation(sandbox, tmp_path):
     """SIGHUP (the ssh session dropped) neither reverts nor kills the wait:
     a confirmation from another session still keeps the change."""
