@@ -90,6 +90,7 @@ class Counters:
     requests: int = 0          # netlink write requests sent by passes
     repairs: int = 0           # operations applied by passes
     failures: int = 0          # namespace passes that failed
+    deferred: int = 0          # dirty windows whose namespaces all waited out a backoff
 
 
 @dataclass
@@ -307,6 +308,12 @@ class Reconciler:
             if handle is not None and name != ROOT_NETNS and handle.is_stale():
                 self.session.forget(name)
             ready.append(name)
+        if not ready:
+            # Every namespace waits (a backoff, a deleted namespace's nsid):
+            # their retry is a pass of its own; this one did nothing.
+            self.counters.deferred += 1
+            result.seconds = time.monotonic() - started
+            return result
         enforce = [n for n in ready if self.status[n].policy == ENFORCE]
         report = [n for n in ready if self.status[n].policy == REPORT]
         self.session.on_batch = on_write
