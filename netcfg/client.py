@@ -135,6 +135,10 @@ def format_status(status: dict[str, Any]) -> str:
     lines = [f"netcfgd: running (pid {daemon['pid']}), "
              f"{'ready' if daemon['ready'] else 'starting'}; config {daemon['config']} "
              f"(loaded {when(daemon['config_loaded_at'])})"]
+    trial = daemon.get("trial")
+    if trial:
+        lines.append(f"apply --confirm of pid {trial['client_pid']} on trial: reverted in "
+                     f"{trial['left']:.0f} s unless `netcfg confirm` comes")
     if daemon["config_errors"]:
         lines.append("config reload failed; running the last good config:")
         lines += [f"  {line}" for line in daemon["config_errors"]]
@@ -147,7 +151,8 @@ def format_status(status: dict[str, Any]) -> str:
                  f"ignored, {counters['event_losses']} losses (resynced)")
     lines.append(f"passes: {counters['passes']} ({counters['passes_writing']} wrote, "
                  f"{counters['passes_quiet']} found nothing to do, {counters['full_passes']} "
-                 f"full); {counters['repairs']} operations, {counters['requests']} requests, "
+                 f"full, {counters.get('deferred', 0)} deferred by a backoff); "
+                 f"{counters['repairs']} operations, {counters['requests']} requests, "
                  f"{counters['failures']} failures")
     lines.append(f"{'NAMESPACE':<20} {'POLICY':<8} {'OBJECTS':>7}  STATE")
     for ns in status["namespaces"]:

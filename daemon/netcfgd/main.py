@@ -468,7 +468,9 @@ class Daemon:
                        "config_loaded_at": self.config_loaded_at,
                        "config_errors": self.config_errors,
                        "event_buffer_bytes": self.events.rcvbuf if self.events else None,
-                       "pending": sorted(self.dirty.namespaces)},
+                       "pending": sorted(self.dirty.namespaces),
+                       "trial": (self.trials.current.to_json()
+                                 if self.trials.current is not None else None)},
             **self.reconciler.status_json(),
             "storage": self.reconciler.hooks.status_json(),
         }

@@ -51,6 +51,8 @@ def test_confirmed_change_is_kept_and_enforced(make_daemon, tmp_path):
     second = cli(daemon.run_dir, "apply", "-c", str(daemon.config))
     assert second.returncode != 0 and "waits for `netcfg confirm`" in second.stderr
     assert (daemon.run_dir / "trial.json").exists()
+    status = cli(daemon.run_dir, "status")
+    assert "on trial: reverted in" in status.stdout, status.stdout
 
     confirmed = cli(daemon.run_dir, "confirm")
     assert confirmed.returncode == 0 and "netcfgd" in confirmed.stdout, confirmed.stderr
