@@ -7,6 +7,7 @@ vxlan; VLANs, VRFs, bonds and dummies are the VM tier's.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import textwrap
 
@@ -237,6 +238,32 @@ def test_an_unexpected_failure_while_writing_is_reverted_too(session, tmp_path, 
         apply(model_of(TENANTS, tmp_path), session)
     assert session.existing_namespaces() == set()
     assert "veth-red" not in ip("link", "show") and "br0" not in ip("link", "show")
+
+
+def test_an_ifindex_taken_meanwhile_fails_the_link_add_and_is_reverted(session, tmp_path,
+                                                                         monkeypatch):
+    """netcfg chooses the ifindexes of what it creates; another program may
+    take one between the read and the write. The request carries NLM_F_EXCL:
+    the kernel refuses it (EEXIST) rather than change that device, and the
+    apply is reverted, saying what may have happened."""
+    ip("link", "add", "other0", "type", "veth", "peer", "name", "other1")
+    taken = int(json.loads(ip("-j", "link", "show", "dev", "other0"))[0]["ifindex"])
+    real = type(session).new_ifindex
+
+    def collide(self, netns, name):
+        index = real(self, netns, name)
+        return taken if name == "br0" else index
+
+    monkeypatch.setattr(type(session), "new_ifindex", collide)
+    try:
+        with pytest.raises(ApplyFailed, match="link-add br0.*File exists.*ifindex netcfg "
+                                              "chose.*previous state was restored"):
+            apply(model_of(TENANTS, tmp_path), session)
+        assert session.existing_namespaces() == set()
+        assert "br0" not in ip("link", "show")
+        assert json.loads(ip("-j", "link", "show", "dev", "other0"))[0]["ifname"] == "other0"
+    finally:
+        ip("link", "del", "other0")
 
 
 def test_an_address_on_the_lo_of_a_namespace_made_in_the_same_apply(session, tmp_path):
