@@ -163,19 +163,17 @@ def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from netcfg.apply import Selection, apply
+    from netcfg.apply import Selection, apply, revert
     from netcfg.cli import config_source
-    from netcfg.progress import Progress
     from netcfg.compile import compile_config
+    from netcfg.confirm import InterruptGuard, shielded
+    from netcfg.progress import Progress
 
     if args.confirm is not None and args.dry_run:
         raise UsageError("--confirm and --dry-run: a dry run changes nothing to confirm")
     daemon = _daemon()
     if daemon is not None:
         return _apply_through(daemon, args)
-    from netcfg.apply import revert
-    from netcfg.confirm import InterruptGuard, shielded
-
     selection = Selection(tuple(dict.fromkeys(args.interfaces)), tuple(dict.fromkeys(args.netns)))
     compiled = compile_config(config_source(args))
     confirming = args.confirm is not None
@@ -192,7 +190,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
                                dry_run=args.dry_run, selection=selection or None)
             finally:
                 progress.finish()
-        if interrupt.signal_name is not None:   # after the last batch: undo it all
+        if interrupt.signal_name is not None:   # came during the verify: undo it all
             if not result.plan.batches or result.dry_run:
                 raise KeyboardInterrupt
             with shielded():
@@ -208,10 +206,9 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
     """`netcfg apply` while netcfgd runs: the daemon applies (and from then on
     enforces) the config; its progress is shown here."""
     from netcfg.cli import print_json
-    from netcfg.progress import Progress
-
     from netcfg.client import DaemonGone
     from netcfg.confirm import InterruptGuard
+    from netcfg.progress import Progress
 
     progress = Progress()
     confirming = args.confirm is not None
