@@ -43,7 +43,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "daemon")]
+# The storm scenario is the kernel tier's (one definition for the test and this).
+sys.path[:0] = [str(REPO), str(REPO / "daemon"), str(REPO / "tests" / "kernel")]
 
 SANDBOX_FLAG = "NETCFG_BENCH_STORM_INNER"
 OBJECTS_PER_TENANT = 100
@@ -108,15 +109,6 @@ def dense_config(objects: int) -> str:
             f"% for a in range({per}):\n"
             "    address 10.${v}.${a // 250}.${a % 250 + 1}/32\n"
             "% endfor\n% endfor\n")
-
-
-STORM_PORTS = 500
-STORM = (f"auto br0\niface br0\n    netns storm\n"
-         f"    bridge-ports ${{' '.join(f'p{{i}}' for i in range(1, {STORM_PORTS + 1}))}}\n"
-         f"    bridge-stp no\n\n"
-         f"% for i in range(1, {STORM_PORTS + 1}):\n"
-         "auto p${i}\niface p${i}\n    netns storm\n    link-type veth\n"
-         "    veth-peer-name q${i}\n% endfor\n")
 
 
 # ---------------------------------------------------------------- the daemon
@@ -184,26 +176,18 @@ def clean() -> None:
 # ---------------------------------------------------------------- measurements
 
 def storm(work: Path) -> dict:
-    daemon = Daemon(work, STORM)
+    import storm_scenario
+    daemon = Daemon(work, storm_scenario.config())
     try:
         before, cpu0 = daemon.status()["counters"], daemon.cpu_seconds()
-        script = ["link add other type bridge", "link set other up"]
-        script += [f"link set p{i} nomaster" for i in range(1, STORM_PORTS + 1)]
-        script += [f"link set p{i} down" for i in range(1, STORM_PORTS + 1)]
-        script += [f"link add x{i} master other type veth peer name y{i}"
-                   for i in range(1, STORM_PORTS + 1)]
-        script += [f"link set x{i} up" for i in range(1, STORM_PORTS + 1)]
         batch = work / "storm.batch"
-        batch.write_text("\n".join(script) + "\n")
+        batch.write_text(storm_scenario.script())
         started = time.monotonic()
         subprocess.run(["ip", "-n", "storm", "-batch", str(batch)], check=True)
         script_s = time.monotonic() - started
-        while True:
-            links = json.loads(subprocess.run(["ip", "-j", "-n", "storm", "link", "show"],
-                                              capture_output=True, text=True).stdout)
-            ports = [l for l in links if l["ifname"].startswith("p")]
-            if all(l.get("master") == "br0" and "UP" in l["flags"] for l in ports):
-                break
+        while not storm_scenario.converged(json.loads(subprocess.run(
+                ["ip", "-j", "-n", "storm", "link", "show"],
+                capture_output=True, text=True).stdout)):
             time.sleep(0.05)
         converged_s = time.monotonic() - started
         time.sleep(1.0)   # the passes our own writes cause
@@ -212,7 +196,7 @@ def storm(work: Path) -> dict:
         daemon.stop()
         clean()
     events = after["events"] - before["events"]
-    return {"ports": STORM_PORTS, "notifications": events,
+    return {"ports": storm_scenario.PORTS, "notifications": events,
             "passes": after["passes"] - before["passes"],
             "passes_writing": after["passes_writing"] - before["passes_writing"],
             "event_losses": after["event_losses"] - before["event_losses"],

@@ -11,6 +11,8 @@ import subprocess
 import textwrap
 import time
 
+import storm_scenario
+from storm_scenario import PORTS
 from test_netcfgd import REPAIR_BOUND_S, addresses, cli, ip, ip_json, wait_for
 from test_netcfgd import make_daemon  # noqa: F401 - the fixture, shared
 
@@ -102,47 +104,20 @@ def test_a_failing_namespace_does_not_stall_the_others(make_daemon):
     assert "failing" in text.stdout and "Network is unreachable" in text.stdout
 
 
-PORTS = 500
-STORM = textwrap.dedent(f"""\
-    auto br0
-    iface br0
-        netns storm
-        bridge-ports ${{" ".join(f"p{{i}}" for i in range(1, {PORTS + 1}))}}
-        bridge-stp no
-
-    % for i in range(1, {PORTS + 1}):
-    auto p${{i}}
-    iface p${{i}}
-        netns storm
-        link-type veth
-        veth-peer-name q${{i}}
-    % endfor
-    """)
-
-
 def test_storm_of_500_ports_converges_in_few_passes(make_daemon, tmp_path):
-    daemon = make_daemon(STORM)
+    daemon = make_daemon(storm_scenario.config())
     before = daemon.counters()
     # The storm, by a script: every managed port taken off the bridge and
     # down, and 500 other veth pairs (not netcfg's) made and brought up on a
     # bridge of their own.
-    script = ["link add other type bridge", "link set other up"]
-    script += [f"link set p{i} nomaster" for i in range(1, PORTS + 1)]
-    script += [f"link set p{i} down" for i in range(1, PORTS + 1)]
-    script += [f"link add x{i} master other type veth peer name y{i}"
-               for i in range(1, PORTS + 1)]
-    script += [f"link set x{i} up" for i in range(1, PORTS + 1)]
     batch = tmp_path / "storm.batch"
-    batch.write_text("\n".join(script) + "\n")
+    batch.write_text(storm_scenario.script())
     started = time.monotonic()
     subprocess.run(["ip", "-n", "storm", "-force", "-batch", str(batch)], check=True)
     storm_s = time.monotonic() - started
 
     def converged() -> bool:
-        links = {entry["ifname"]: entry for entry in ip_json("-n", "storm", "link", "show")}
-        return all(links.get(f"p{i}", {}).get("master") == "br0"
-                   and "UP" in links.get(f"p{i}", {}).get("flags", ())
-                   for i in range(1, PORTS + 1))
+        return storm_scenario.converged(ip_json("-n", "storm", "link", "show"))
     wait_for(converged, 30, "every port back in br0 and up", step=0.2)
     repaired_s = time.monotonic() - started
     # Quiet afterwards: wait for the passes our own writes cause to settle.
@@ -170,17 +145,13 @@ def test_lost_events_are_resynced(make_daemon, tmp_path):
     """A receive buffer far too small for a storm: the kernel drops
     notifications (ENOBUFS), and the daemon re-reads everything it manages."""
     ports = 100
-    daemon = make_daemon(STORM.replace(str(PORTS + 1), str(ports + 1)),
-                         args=("--event-buffer", "16384"))
+    daemon = make_daemon(storm_scenario.config(ports), args=("--event-buffer", "16384"))
     batch = tmp_path / "storm.batch"
-    batch.write_text("".join(f"link set p{i} nomaster\nlink set p{i} down\n"
-                             for i in range(1, ports + 1)))
+    batch.write_text(storm_scenario.script(ports, foreign=False))
     subprocess.run(["ip", "-n", "storm", "-batch", str(batch)], check=True)
 
     def converged() -> bool:
-        links = {entry["ifname"]: entry for entry in ip_json("-n", "storm", "link", "show")}
-        return all(links[f"p{i}"].get("master") == "br0" and "UP" in links[f"p{i}"]["flags"]
-                   for i in range(1, ports + 1))
+        return storm_scenario.converged(ip_json("-n", "storm", "link", "show"), ports)
     wait_for(converged, 20, "every port back after lost events", step=0.1)
     counters = wait_for(lambda: (c := daemon.counters())["full_passes"] >= 2 and c, 10,
                         "the resync (a second full pass)", step=0.1)
