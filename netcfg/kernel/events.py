@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from netcfg.errors import NetcfgError
+from netcfg.kernel.nl import SO_RCVBUFFORCE, force_buffer
 from netcfg.kernel.nlmsg import (
     IFA_PROTO, IFADDRMSG, IFINFOMSG, IFLA_IFNAME, NETLINK_ADD_MEMBERSHIP, NETLINK_LISTEN_ALL_NSID,
     NETLINK_ROUTE, NETNSA_NSID, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN,
-    RTA_OIF, RTM_DELADDR, RTM_DELLINK, RTM_DELROUTE, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWROUTE,
-    RTMSG, SOL_NETLINK, attr_str, iter_messages, parse_attrs,
+    RTA_OIF, RTM_DELADDR, RTM_DELLINK, RTM_DELNSID, RTM_DELROUTE, RTM_DELTUNNEL, RTM_DELVLAN,
+    RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNSID, RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_NEWVLAN, RTMSG,
+    SOL_NETLINK, attr_str, iter_messages, parse_attrs,
 )
 
 # linux/rtnetlink.h, enum rtnetlink_groups (kernel spellings)
@@ -42,15 +44,10 @@ RTNLGRP_IPV6_ROUTE = 11
 RTNLGRP_NSID = 28
 RTNLGRP_BRVLAN = 33
 RTNLGRP_TUNNEL = 35
-RTM_DELNSID = 89
-RTM_NEWNSID = 88
-RTM_NEWVLAN, RTM_DELVLAN = 112, 113
-RTM_NEWTUNNEL, RTM_DELTUNNEL = 120, 121
 
 # What the model is made of: everything but neighbours, FDB and stats.
 MODEL_GROUPS = (RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE,
                 RTNLGRP_IPV6_ROUTE, RTNLGRP_NSID, RTNLGRP_BRVLAN, RTNLGRP_TUNNEL)
-SO_RCVBUFFORCE = 33
 EVENT_RCVBUF = 128 << 20       # 128 MiB (the kernel books it doubled)
 # The largest notification is one RTM_NEWLINK (a few KiB); one skb each.
 RECV_SIZE = 64 * 1024
@@ -107,10 +104,8 @@ class EventSocket:
                              NETLINK_ROUTE)
         try:
             sock.bind((0, 0))
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
-            except PermissionError:   # without CAP_NET_ADMIN: what rmem_max allows
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            # Without CAP_NET_ADMIN: what rmem_max allows.
+            self.rcvbuf = force_buffer(sock, SO_RCVBUFFORCE, socket.SO_RCVBUF, rcvbuf)
             try:
                 sock.setsockopt(SOL_NETLINK, NETLINK_LISTEN_ALL_NSID, 1)
             except PermissionError:
@@ -125,7 +120,6 @@ class EventSocket:
             sock.close()
             raise
         self.sock = sock
-        self.rcvbuf = sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
         self.received = 0        # notifications read
         self.datagrams = 0
         self.losses = 0          # ENOBUFS seen

@@ -246,8 +246,8 @@ class RtnlSocket:
         sock.setblocking(True)   # transact's between-sends drain relies on MSG_DONTWAIT alone
         if sock.getsockname()[0] == 0:
             sock.bind((0, 0))
-        self.rcvbuf = _force_buffer(sock, SO_RCVBUFFORCE, socket.SO_RCVBUF, rcvbuf)
-        self.sndbuf = _force_buffer(sock, SO_SNDBUFFORCE, socket.SO_SNDBUF, sndbuf)
+        self.rcvbuf = force_buffer(sock, SO_RCVBUFFORCE, socket.SO_RCVBUF, rcvbuf)
+        self.sndbuf = force_buffer(sock, SO_SNDBUFFORCE, socket.SO_SNDBUF, sndbuf)
         # netlink_sendmsg refuses a datagram longer than sk_sndbuf - 32.
         self.max_send = self.sndbuf - 32
         self.cap_ack = _try_option(sock, NETLINK_CAP_ACK)
@@ -447,7 +447,7 @@ def _receive_buffer() -> memoryview:
     return view
 
 
-def _force_buffer(sock: socket.socket, force_opt: int, opt: int, size: int) -> int:
+def force_buffer(sock: socket.socket, force_opt: int, opt: int, size: int) -> int:
     """Set a socket buffer past the sysctl cap when allowed; the size in effect."""
     try:
         sock.setsockopt(socket.SOL_SOCKET, force_opt, size)
