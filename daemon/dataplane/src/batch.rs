@@ -97,7 +97,7 @@ impl IoEngine {
         }
         // From here the buffers are reached only through `ops`.
         let _hold = WriteOrderHold::new(batch.iter().map(|p| &p.io));
-        self.results.clear();
+        self.results.clear();   // Ring::run clears it too; the sync path relies on this one
         if let Some(ring) = self.ring.as_mut().filter(|_| use_ring) {
             // SAFETY: each op points into its Pending's buffer, which the
             // caller lent us mutably for this call and nothing else touches.

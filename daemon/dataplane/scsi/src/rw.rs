@@ -67,12 +67,7 @@ pub(crate) fn plan(slot: &Arc<Lun>, cdb: &[u8], data_out_len: usize) -> Result<O
     let write = matches!(cdb::u8_at(cdb, 0), WRITE_6 | WRITE_10 | WRITE_12 | WRITE_16);
     let lu = &slot.lu;
     if write {
-        if lu.read_only() {
-            return Err(sense::WRITE_PROTECTED);
-        }
-        if slot.software_write_protect.load(Ordering::Relaxed) {
-            return Err(sense::LOGICAL_UNIT_SOFTWARE_WRITE_PROTECTED);
-        }
+        slot.check_writable()?;
     }
     let (lba, len, field) = decode(cdb);
     let nbytes = check_unit(lu, lba, len, field)?;

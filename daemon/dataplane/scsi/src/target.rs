@@ -33,6 +33,18 @@ impl Lun {
     pub fn write_protected(&self) -> bool {
         self.lu.read_only() || self.software_write_protect.load(Ordering::Relaxed)
     }
+
+    /// DATA PROTECT for any write to a read-only unit (27/00) or one under
+    /// software write protect (27/02).
+    pub(crate) fn check_writable(&self) -> Result<(), Sense> {
+        if self.lu.read_only() {
+            return Err(sense::WRITE_PROTECTED);
+        }
+        if self.software_write_protect.load(Ordering::Relaxed) {
+            return Err(sense::LOGICAL_UNIT_SOFTWARE_WRITE_PROTECTED);
+        }
+        Ok(())
+    }
 }
 
 /// What a command handler sees.
@@ -48,16 +60,9 @@ pub(crate) struct Cmd<'a> {
 }
 
 impl Cmd<'_> {
-    /// DATA PROTECT for any write to a read-only unit (27/00) or one under
-    /// software write protect (27/02).
+    /// DATA PROTECT for any write to a read-only or write-protected unit.
     pub fn check_writable(&self) -> Result<(), Sense> {
-        if self.lu.read_only() {
-            return Err(sense::WRITE_PROTECTED);
-        }
-        if self.lun.software_write_protect.load(Ordering::Relaxed) {
-            return Err(sense::LOGICAL_UNIT_SOFTWARE_WRITE_PROTECTED);
-        }
-        Ok(())
+        self.lun.check_writable()
     }
 }
 

@@ -113,8 +113,8 @@ impl Session {
             Counters::add(&c.io_batched, batch.len() as u64);
             Counters::add(&c.io_uring_enters, io.enters - enters);
         }
-        let results = std::mem::take(&mut io.results);
-        for (mut p, r) in batch.drain(..).zip(results) {
+        // Drained, not taken: the results Vec keeps its capacity for the next batch.
+        for (mut p, r) in batch.drain(..).zip(io.results.drain(..)) {
             let r = r.unwrap_or_else(|| Err(std::io::Error::from_raw_os_error(libc::EIO)));
             let len = p.io.len();
             if p.io.is_write() {
