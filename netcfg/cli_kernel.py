@@ -81,12 +81,15 @@ def add_commands(sub: Any, config: argparse.ArgumentParser) -> None:
 
 
 def _seconds(text: str) -> float:
+    from netcfg.confirm import MAX_CONFIRM_S
+
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 86400, got {text!r}")
+    if not 0 < value <= MAX_CONFIRM_S:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and {MAX_CONFIRM_S}, "
+                                         f"got {text!r}")
     return value
 
 
@@ -273,7 +276,7 @@ def _await_trial(number: int, seconds: float) -> dict[str, Any]:
     except (Interrupted, KeyboardInterrupt) as signal_name:
         with shielded():
             return _trial_request("trial-abort", number=number,
-                                  why=f"interrupted ({signal_name or 'SIGINT'}) while "
+                                  why=f"interrupted ({str(signal_name) or 'SIGINT'}) while "
                                       f"waiting for confirmation")
 
 
@@ -283,18 +286,16 @@ def _trial_request(command: str, **fields: Any) -> dict[str, Any]:
     confirmed (trial.json), and that is what the client reports, exit 3."""
     from netcfg.client import connect
 
-    gone = _daemon_gone()
     try:
         daemon = connect()
-        if daemon is None:
-            raise gone
+    except (OSError, NetcfgError):
+        daemon = None
+    if daemon is None:
+        raise _daemon_gone()
+    try:
         return _ask(daemon, command, **fields)["trial"]
-    except OSError:
-        raise gone from None
-    except NetcfgError as e:
-        if e is gone:
-            raise
-        raise gone from None
+    except (OSError, NetcfgError):
+        raise _daemon_gone() from None
 
 
 def _daemon_gone() -> NetcfgError:
@@ -334,7 +335,7 @@ def _await_confirmation(result: Any, seconds: float) -> None:
                 return
             why = f"no confirmation within {seconds:g} s"
     except (Interrupted, KeyboardInterrupt) as signal_name:
-        why = f"interrupted ({signal_name or 'SIGINT'}) while waiting for confirmation"
+        why = f"interrupted ({str(signal_name) or 'SIGINT'}) while waiting for confirmation"
     with shielded():
         revert(result, why)
 

@@ -32,6 +32,7 @@ from netcfg.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, Netc
                            UsageError)
 
 DEFAULT_RUN_DIR = "/run/netcfg"
+MAX_CONFIRM_S = 86400      # the longest `apply --confirm` may wait: a day
 PREFIX = "confirm-"
 REQUEST, REPLY = b"confirm\n", b"ok\n"
 

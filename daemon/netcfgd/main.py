@@ -41,6 +41,7 @@ from netcfg.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
 from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
 from netcfg.kernel.ns import DEFAULT_RUN_DIR as NETNS_RUN_DIR
 from netcfg.kernel.session import KernelSession
+from netcfg.plan.lower import lower
 
 from netcfgd import logs, service
 from netcfgd.control import ControlServer, ProtocolError
@@ -107,8 +108,9 @@ class Daemon:
         self.session = KernelSession(self.options.netns_dir)
         self.reconciler = Reconciler(self.session, self.log, self.hooks,
                                      before_write=self.apply_lock)
-        compiled = self._left_by_a_trial() or compile_config(self.source)
-        self._loaded(compiled)
+        left = self._left_by_a_trial()
+        compiled = left[0] if left else compile_config(self.source)
+        self._loaded(compiled, lower_enabled=left[1] if left else True)
         self.control = ControlServer(socket_path(self.run_dir))
         self.reconciler.remove_half_made()
         self.reconciler.map_nsids()
@@ -120,7 +122,7 @@ class Daemon:
         self.notifier.ready(self.reconciler.summary())
         self.log.info(f"ready: {self.reconciler.summary()}")
 
-    def _left_by_a_trial(self) -> Any:
+    def _left_by_a_trial(self) -> tuple[Any, bool] | None:
         """The config from before an apply --confirm that was still waiting
         when the daemon stopped (trial.py): nobody can confirm it now, so it
         is reverted, by enforcing that config from the first pass on."""
@@ -142,7 +144,7 @@ class Daemon:
         self.log.warning(f"netcfgd stopped while an apply --confirm (pid "
                          f"{left.get('client_pid')}) waited for `netcfg confirm`: reverting "
                          f"to the config from before it")
-        return compiled
+        return compiled, bool(left.get("lower", True))
 
     @staticmethod
     def _freeze_heap() -> None:
@@ -154,11 +156,11 @@ class Daemon:
         gc.collect()
         gc.freeze()
 
-    def _loaded(self, compiled: Any) -> None:
+    def _loaded(self, compiled: Any, lower_enabled: bool = True) -> None:
         for warning in compiled.warnings:
             self.log.warning(warning.format())
         assert self.reconciler is not None
-        self.reconciler.load(compiled.model)
+        self.reconciler.load(compiled.model, lower_enabled)
         self.config_errors = []
         self.config_loaded_at = time.time()
 
@@ -376,7 +378,7 @@ class Daemon:
                                 f"{self.reconciler.summary()}")
             return False
         gc.unfreeze()   # the old config may be garbage now
-        self._loaded(compiled)
+        self._loaded(compiled, self.reconciler.lower_enabled)   # as it was applied
         self.run_pass(None)
         self._freeze_heap()
         self.notifier.ready(self.reconciler.summary())
@@ -400,20 +402,21 @@ class Daemon:
                               f"`netcfg confirm` ({waiting.left():.0f} s left): confirm it, "
                               f"or let it revert, first")
         previous, previous_source = self.reconciler.desired, self.source
+        previous_lower = self.reconciler.lower_enabled
         if confirm is not None:
-            self.trials.prepare(previous, previous_source, confirm, client_pid)
+            self.trials.prepare(previous, previous_source, previous_lower, client_pid)
+        lowered = lower(desired, enabled=lower_enabled)   # once, for the apply and the passes
         self.session.on_batch = on_write
         try:
             with self.apply_lock():
-                result = apply(desired, self.session, lower_enabled=lower_enabled,
-                               selection=selection)
+                result = apply(desired, self.session, lowered=lowered, selection=selection)
         except BaseException:
             if confirm is not None:   # apply() put the old state back itself
                 self.trials.forget_left_over()
             raise
         finally:
             self.session.on_batch = None
-        self.reconciler.load(desired)
+        self.reconciler.load(desired, lower_enabled, lowered)
         self.config_errors = []
         self.config_loaded_at = time.time()
         if source.stdin_text is None:
@@ -422,7 +425,8 @@ class Daemon:
         self.notifier.status(self.reconciler.summary())
         trial = None
         if confirm is not None and result.plan.batches:
-            trial = self.trials.begin(result, previous, previous_source, confirm, client_pid)
+            trial = self.trials.begin(result, previous, previous_source, previous_lower,
+                                      confirm, client_pid)
             self.log.info(f"apply of pid {client_pid} on trial: reverted in {confirm:g} s "
                           f"unless `netcfg confirm` comes")
         elif confirm is not None:
@@ -449,7 +453,7 @@ class Daemon:
             state, message = REVERTED, str(e)
         except RevertFailed as e:
             state, message = REVERT_FAILED, str(e)
-        self.reconciler.load(trial.previous)
+        self.reconciler.load(trial.previous, trial.previous_lower)
         self.source = trial.previous_source
         self.reconciler.map_nsids()
         self.trials.end(state, message)

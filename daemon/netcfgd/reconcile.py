@@ -120,6 +120,7 @@ class Reconciler:
         self.hooks = hooks or NamespaceHooks(log)
         self.desired: Model | None = None
         self.lowered: tuple[Model, Any] | None = None
+        self.lower_enabled = True              # the lowering the config was applied with
         self.status: dict[str, NamespaceStatus] = {}
         self.counters = Counters()
         self.nsids = NsidMap()
@@ -133,12 +134,17 @@ class Reconciler:
 
     # ---------------------------------------------------------------- config
 
-    def load(self, desired: Model) -> list[str]:
-        """Adopt a config: lower it once, set up a status per namespace.
+    def load(self, desired: Model, lower_enabled: bool = True,
+             lowered: tuple[Model, Any] | None = None) -> list[str]:
+        """Adopt a config: lower it once (``lowered``: done already, with
+        ``lower_enabled``), set up a status per namespace. Passes enforce it
+        in the form it was applied in (`netcfg apply --lower off` stays off).
         Returns the namespaces the old config had and this one drops."""
-        target, report = lower(desired)
+        target, report = lowered if lowered is not None else lower(desired,
+                                                                   enabled=lower_enabled)
         old = set(self.status)
         self.desired, self.lowered = desired, (target, report)
+        self.lower_enabled = lower_enabled
         status = {}
         for name in target.netns_names():
             obj = target.namespaces.get(name)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from netcfg.apply import Selection, apply
 from netcfg.compile import ConfigSource, compile_config
 from netcfg.compile.model import ROOT_NETNS
+from netcfg.confirm import MAX_CONFIRM_S
 from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError
 
 from netcfgd.control import ControlConnection
@@ -153,9 +154,6 @@ def show(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> 
     else:
         conn.result(text=emit_model(model, running=True, netns_mark=NETNS_MARK))
 
-
-# Longest an apply --confirm may wait: a day (the CLI's own check is the same).
-MAX_CONFIRM_S = 86400
 
 HANDLERS = {"status": status, "reload": reload, "apply": apply_request, "query": query,
             "show": show, "confirm": confirm, "trial": trial_state, "trial-abort": trial_abort}

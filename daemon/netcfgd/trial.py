@@ -39,12 +39,12 @@ class Trial:
     result: ApplyResult          # what revert() needs: the state from before
     previous: Model              # the config enforced before it
     previous_source: ConfigSource
+    previous_lower: bool         # ... and whether it was lowered (--lower)
     seconds: float
     deadline: float              # time.monotonic()
     client_pid: int = 0
     state: str = WAITING
     why: str = ""
-    ended_at: float | None = None
 
     def left(self, now: float | None = None) -> float:
         return max(0.0, self.deadline - (time.monotonic() if now is None else now))
@@ -73,26 +73,25 @@ class Trials:
     def path(self) -> str:
         return os.path.join(self.run_dir, TRIAL_FILE)
 
-    def prepare(self, previous: Model, previous_source: ConfigSource, seconds: float,
+    def prepare(self, previous: Model, previous_source: ConfigSource, previous_lower: bool,
                 client_pid: int) -> None:
         """Before the apply writes anything: the config to go back to, on disk,
         so a daemon killed in the middle of the apply reverts it at start."""
-        self._save(previous, previous_source, seconds, client_pid)
+        self._save(previous, previous_source, previous_lower, client_pid)
 
     def begin(self, result: ApplyResult, previous: Model, previous_source: ConfigSource,
-              seconds: float, client_pid: int) -> Trial:
+              previous_lower: bool, seconds: float, client_pid: int) -> Trial:
         """The apply verified: its change is on trial from now on."""
         self.counter += 1
-        trial = Trial(self.counter, result, previous, previous_source, seconds,
+        trial = Trial(self.counter, result, previous, previous_source, previous_lower, seconds,
                       time.monotonic() + seconds, client_pid)
-        self._save(previous, previous_source, seconds, client_pid)   # the deadline from now
         self.current = trial
         return trial
 
     def end(self, state: str, why: str = "") -> Trial:
         trial = self.current
         assert trial is not None, "no trial in progress"
-        trial.state, trial.why, trial.ended_at = state, why, time.monotonic()
+        trial.state, trial.why = state, why
         self.current = None
         self.ended[trial.number] = trial
         while len(self.ended) > OUTCOMES_KEPT:
@@ -106,13 +105,13 @@ class Trials:
             return self.current
         return self.ended.get(number)
 
-    def _save(self, previous: Model, source: ConfigSource, seconds: float,
+    def _save(self, previous: Model, source: ConfigSource, lower_enabled: bool,
               client_pid: int) -> None:
         """The config to go back to, for a daemon restarted before the end."""
         data = {"previous": model_to_json(previous),
                 "previous_source": {"path": source.path, "variables": source.variables,
                                     "stdin_text": source.stdin_text},
-                "deadline_wall": time.time() + seconds, "client_pid": client_pid}
+                "lower": lower_enabled, "client_pid": client_pid}
         os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
         tmp = self.path + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

@@ -18,6 +18,7 @@ Wire encoding and decoding are in nlmsg.py.
 
 from __future__ import annotations
 
+import dataclasses
 import errno as errno_mod
 import os
 import socket
@@ -144,19 +145,17 @@ class Counters:
     errors: int = 0
 
     def copy(self) -> "Counters":
-        return Counters(self.messages_sent, self.sendmsg_calls, self.recv_calls,
-                        self.bytes_received, self.acks, self.errors)
+        return dataclasses.replace(self)
 
     def since(self, before: "Counters") -> "Counters":
         """What was done after ``before`` (a copy taken earlier).
 
         Field by field, not dataclasses.astuple: that deep-copies, and a read
         of 1000 namespaces spent 0.09 s in it."""
-        return Counters(self.messages_sent - before.messages_sent,
-                        self.sendmsg_calls - before.sendmsg_calls,
-                        self.recv_calls - before.recv_calls,
-                        self.bytes_received - before.bytes_received,
-                        self.acks - before.acks, self.errors - before.errors)
+        return Counters(*(getattr(self, f) - getattr(before, f) for f in _COUNTER_FIELDS))
+
+
+_COUNTER_FIELDS = tuple(f.name for f in dataclasses.fields(Counters))
 
 
 class Dump:

@@ -302,7 +302,8 @@ def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]
         for index in sorted(state.names):
             more, _ = _dump(sock, state, RTM_GETADDR, getaddr_dump(socket.AF_INET6, index),
                             parse_address)
-            found += more
+            # A kernel that ignored the filter answered with every device's.
+            found += [p for p in more if p is None or p[0] == index]
     addresses += found
     for parsed in addresses:
         if parsed is None:

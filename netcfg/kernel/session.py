@@ -65,13 +65,9 @@ class KernelSession:
         return handle
 
     def socket(self, name: str) -> RtnlSocket:
-        sock = self.sockets.get(name)
-        if sock is None:
-            raw: socket.socket = self.switcher.socket_in(
-                self.netns(name), socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                NETLINK_ROUTE)
-            sock = self.sockets[name] = RtnlSocket(raw)
-        return sock
+        if name not in self.sockets:
+            self.open_sockets([name])
+        return self.sockets[name]
 
     def open_sockets(self, names: Iterable[str]) -> None:
         """A socket in each of these namespaces that has none yet, made in one

@@ -28,7 +28,7 @@ def previous_model():
 def test_the_config_to_go_back_to_is_on_disk_from_before_the_apply(tmp_path):
     trials = Trials(str(tmp_path / "run"))
     source = ConfigSource(path="/etc/netcfg", variables={"n": 2})
-    trials.prepare(previous_model(), source, 30, client_pid=4242)
+    trials.prepare(previous_model(), source, True, client_pid=4242)
     path = tmp_path / "run" / TRIAL_FILE
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     left = trials.left_over()
@@ -45,7 +45,7 @@ def test_a_trial_ends_once_and_its_outcome_stays_findable(tmp_path):
     trials = Trials(str(tmp_path))
     result = ApplyResult(build_plan([]))
     source = ConfigSource(path="/etc/netcfg")
-    first = trials.begin(result, previous_model(), source, 0.5, client_pid=1)
+    first = trials.begin(result, previous_model(), source, True, 0.5, client_pid=1)
     assert trials.current is first and first.to_json()["state"] == WAITING
     assert 0 < first.to_json()["left"] <= 0.5
     trials.end(CONFIRMED)
@@ -53,13 +53,13 @@ def test_a_trial_ends_once_and_its_outcome_stays_findable(tmp_path):
     assert trials.find(first.number).to_json() == {
         "number": first.number, "state": CONFIRMED, "client_pid": 1, "seconds": 0.5,
         "why": ""}
-    second = trials.begin(result, previous_model(), source, 5, client_pid=2)
+    second = trials.begin(result, previous_model(), source, True, 5, client_pid=2)
     assert second.number == first.number + 1
     trials.end(REVERTED, "no confirmation within 5 s")
     assert trials.find(second.number).why == "no confirmation within 5 s"
     assert trials.find(999) is None
     for _ in range(20):     # only the last few outcomes are kept
-        trials.begin(result, previous_model(), source, 5, client_pid=3)
+        trials.begin(result, previous_model(), source, True, 5, client_pid=3)
         trials.end(CONFIRMED)
     assert trials.find(first.number) is None and len(trials.ended) <= 8
 
