@@ -180,10 +180,8 @@ def storm(work: Path) -> dict:
     daemon = Daemon(work, storm_scenario.config())
     try:
         before, cpu0 = daemon.status()["counters"], daemon.cpu_seconds()
-        batch = work / "storm.batch"
-        batch.write_text(storm_scenario.script())
         started = time.monotonic()
-        subprocess.run(["ip", "-n", "storm", "-batch", str(batch)], check=True)
+        storm_scenario.run(work / "storm.batch")
         script_s = time.monotonic() - started
         while not storm_scenario.converged(json.loads(subprocess.run(
                 ["ip", "-j", "-n", "storm", "link", "show"],

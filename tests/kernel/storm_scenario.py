@@ -5,6 +5,8 @@ and down and makes as many foreign veth pairs on a bridge of their own."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any, Iterable
 
 NETNS = "storm"
@@ -32,6 +34,12 @@ def script(ports: int = PORTS, foreign: bool = True) -> str:
         lines += [f"link add x{i} master other type veth peer name y{i}" for i in numbers]
         lines += [f"link set x{i} up" for i in numbers]
     return "\n".join(lines) + "\n"
+
+
+def run(batch: Path, ports: int = PORTS, foreign: bool = True) -> None:
+    """Write the storm to ``batch`` and run it (one `ip -batch`, stopping at an error)."""
+    batch.write_text(script(ports, foreign))
+    subprocess.run(["ip", "-n", NETNS, "-batch", str(batch)], check=True)
 
 
 def converged(links: Iterable[dict[str, Any]], ports: int = PORTS) -> bool:

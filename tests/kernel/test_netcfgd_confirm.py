@@ -82,11 +82,16 @@ def test_no_confirmation_reverts_and_the_old_config_is_enforced_again(make_daemo
 def test_the_deadline_is_the_daemons_and_ctrl_c_reverts_at_once(make_daemon, tmp_path):
     daemon = make_daemon(TENANTS)
     other = new_config(tmp_path)
-    # A client killed outright (its ssh session gone with the change)...
-    client = apply_confirm(daemon.run_dir, other, 1.5)
+    # A client killed outright (its ssh session gone with the change): the
+    # change stays until the deadline, then goes.
+    client = apply_confirm(daemon.run_dir, other, 3)
+    applied = time.monotonic()
     client.kill()
     client.wait()
+    time.sleep(0.5)
+    assert addresses("red", "eth0") == AFTER      # not reverted on the disconnect
     wait_for(lambda: addresses("red", "eth0") == BEFORE, 10, "the revert at the deadline")
+    assert time.monotonic() - applied >= 2.5
     # ...and one that is told to stop: Ctrl-C reverts now, not at the deadline.
     client = apply_confirm(daemon.run_dir, other, 60)
     started = time.monotonic()

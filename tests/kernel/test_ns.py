@@ -184,8 +184,10 @@ def test_sockets_in_many_namespaces_in_one_trip(netns_dir, switcher):
             sock.close()
         # One closed handle: nothing is made, nothing is left open.
         spaces[2].close()
+        fds = len(os.listdir("/proc/self/fd"))
         with pytest.raises(NetnsError, match="'m2': the handle is closed"):
             switcher.sockets_in(spaces, socket.AF_INET, socket.SOCK_DGRAM)
+        assert len(os.listdir("/proc/self/fd")) == fds
     finally:
         for netns in spaces:
             netns.close()
