@@ -348,7 +348,8 @@ class Daemon:
                           extra={"NETCFG_CLIENT_PID": conn.pid})
         except Exception as e:   # noqa: BLE001 - a request must never stop the daemon
             self.log.exception(f"control: internal error serving a request: {e}")
-            conn.error(f"netcfgd internal error: {type(e).__name__}: {e} (see its log)", 70)
+            conn.error(f"netcfgd internal error: {type(e).__name__}: {e} (see its log)",
+                       EXIT_INTERNAL)
         finally:
             conn.close()
 

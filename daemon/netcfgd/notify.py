@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections import deque
 from typing import Callable
 
 MONOTONIC_USEC = 1_000_000
@@ -56,7 +55,6 @@ class Notifier:
         self.watchdog_interval = int(usec) / MONOTONIC_USEC / 2 if wanted else None
         self._last_ping = 0.0
         self._last_status: str | None = None
-        self.sent: deque[str] = deque(maxlen=64)   # the last messages sent
 
     @property
     def enabled(self) -> bool:
@@ -82,7 +80,6 @@ class Notifier:
                 continue
             except OSError:
                 return                 # systemd went away: nothing to tell
-        self.sent.append(message)
         for field_ in fields:
             if field_.startswith("STATUS="):
                 self._last_status = field_[len("STATUS="):]

@@ -18,7 +18,6 @@ others.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import time
@@ -28,7 +27,7 @@ from typing import Any, Callable, Iterable
 from netcfg.apply import ApplyResult, Selection, apply
 from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.errors import NetcfgError
-from netcfg.kernel.ns import CLONE_NEWNET, MNT_DETACH, NS_GET_NSTYPE
+from netcfg.kernel.ns import NetnsError
 from netcfg.kernel.read import KERNEL_ROUTE_PROTOCOLS
 from netcfg.kernel.session import KernelSession
 from netcfg.kernel.tags import RTPROT_NETCFG
@@ -38,7 +37,6 @@ from netcfg.plan.ops import NETNS_ADD, NETNS_DEL
 from netcfgd.hooks import NamespaceHooks
 from netcfgd.watch import NsidMap
 
-_libc = ctypes.CDLL(None, use_errno=True)   # ioctl, umount2: a handle, not state
 ENFORCE, REPORT = "enforce", "report"
 # IFA_PROTO of addresses the kernel makes (linux/if_addr.h IFAPROT_KERNEL_LO,
 # _RA, _LL): the read ignores them too.
@@ -99,7 +97,6 @@ class PassResult:
     requests: int = 0
     operations: int = 0
     failed: dict[str, str] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
     full: bool = False
 
@@ -173,9 +170,6 @@ class Reconciler:
         self.hooks.load(desired)
         return dropped
 
-    def managed(self) -> set[str]:
-        return set(self.status)
-
     def concerns(self, netns: str, kind: str, ifindex: int, name: str, origin: int = 0) -> bool:
         """Whether a notification about device ``name``/``ifindex`` in a
         managed namespace can matter: a device the config names or netcfg
@@ -230,20 +224,17 @@ class Reconciler:
         `ip netns add` would refuse the name (EEXIST) for ever; removing the
         empty file lets the next pass make the namespace."""
         removed = []
+        nsdir = self.session.nsdir
         for name in sorted(set(self.status) & self.session.existing_namespaces()):
-            path = os.path.join(self.session.nsdir.path, name)
+            path = os.path.join(nsdir.path, name)
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                is_netns = _libc.ioctl(fd, ctypes.c_ulong(NS_GET_NSTYPE)) == CLONE_NEWNET
-            finally:
-                os.close(fd)
-            if not is_netns and os.path.isfile(path) and os.path.getsize(path) == 0:
-                with contextlib.suppress(OSError):
-                    _libc.umount2(os.fsencode(path), MNT_DETACH)
-                    os.unlink(path)
+                nsdir.open(name).close()
+                continue                  # a namespace is mounted there
+            except NetnsError:
+                pass
+            if os.path.isfile(path) and os.path.getsize(path) == 0:
+                with contextlib.suppress(NetnsError):
+                    nsdir.delete(name)
                     removed.append(name)
                     self.log.warning(f"netns {name}: removed {path}, an empty file left by an "
                                      f"interrupted create; the namespace is made again",
@@ -304,11 +295,9 @@ class Reconciler:
         for name in sorted(wanted):
             st = self.status[name]
             if st.gone_until is not None and now < st.gone_until:
-                result.skipped.append(name)
                 continue
             st.gone_nsid = st.gone_until = None
             if st.retry_at is not None and now < st.retry_at and not full:
-                result.skipped.append(name)
                 continue
             handle = self.session.handles.get(name)
             if handle is not None and name != ROOT_NETNS and handle.is_stale():
@@ -347,13 +336,10 @@ class Reconciler:
         selection = (Selection(namespaces=tuple(namespaces), frozen=frozen)
                      if namespaces is not None else None)
         assert self.desired is not None and self.lowered is not None
-        lock = self.lock() if self.lock is not None and not dry_run else None
-        if lock is not None:
-            with lock:
-                return apply(self.desired, self.session, selection=selection,
-                             lowered=self.lowered, narrow=True, dry_run=dry_run)
-        return apply(self.desired, self.session, selection=selection, lowered=self.lowered,
-                     narrow=True, dry_run=dry_run)
+        writing = self.lock is not None and not dry_run
+        with self.lock() if writing else contextlib.nullcontext():
+            return apply(self.desired, self.session, selection=selection, lowered=self.lowered,
+                         narrow=True, dry_run=dry_run)
 
     def _enforce(self, names: list[str], everything: bool, result: PassResult) -> None:
         try:

@@ -63,7 +63,6 @@ class Change:
     netns: str | None          # the namespace it dirties (None: none we manage)
     obj: str = ""              # a device name, when the event carries one
     nsid_released: int | None = None   # RTM_DELNSID: this id is free again
-    nsid_assigned: int | None = None   # RTM_NEWNSID
 
 
 def classify(event: Event, nsids: NsidMap) -> Change:
@@ -72,7 +71,7 @@ def classify(event: Event, nsids: NsidMap) -> Change:
             return Change(None)   # ids other namespaces give theirs: not our map
         if event.deleted:
             return Change(None, nsid_released=event.target_nsid)
-        return Change(None, nsid_assigned=event.target_nsid)
+        return Change(None)       # an id assigned: map_nsids() reads them after a pass
     netns = nsids.name_of(event.nsid)
     return Change(netns, event.name if event.kind == LINK else "")
 

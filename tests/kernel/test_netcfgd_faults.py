@@ -44,6 +44,19 @@ def group_devices(netns: str = "") -> list[str]:
             if entry]
 
 
+def test_an_empty_file_left_where_a_namespace_goes_is_removed_at_start(make_daemon):
+    """A kill between creating /run/netns/NAME and mounting the namespace on
+    it leaves an empty file `ip netns add` refuses for ever: netcfgd removes
+    it and makes the namespace."""
+    daemon = make_daemon(MANY_TENANTS.replace(f"{NAMESPACES + 1}", "3"), start=False,
+                         preapply=False)
+    leftover = "/run/netns/t1"
+    open(leftover, "w").close()
+    daemon.start()
+    assert ip_json("-n", "t1", "link", "show", "dev", "eth0")   # a namespace is mounted there
+    assert "an empty file left by an interrupted create" in daemon.log.read_text()
+
+
 def test_kill_9_mid_apply_then_restart_converges(make_daemon):
     daemon = make_daemon(MANY_TENANTS, start=False, preapply=False)
     daemon.start(ready=False)
