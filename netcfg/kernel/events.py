@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import errno
 import socket
-import struct
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -32,7 +31,7 @@ from netcfg.kernel.nlmsg import (
     NETLINK_ROUTE, NETNSA_NSID, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN,
     RTA_OIF, RTM_DELADDR, RTM_DELLINK, RTM_DELNSID, RTM_DELROUTE, RTM_DELTUNNEL, RTM_DELVLAN,
     RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNSID, RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_NEWVLAN, RTMSG,
-    SOL_NETLINK, attr_str, iter_messages, parse_attrs,
+    S32, SOL_NETLINK, TUNNEL_MSG, U32, attr_str, iter_messages, parse_attrs,
 )
 
 # linux/rtnetlink.h, enum rtnetlink_groups (kernel spellings)
@@ -52,8 +51,6 @@ EVENT_RCVBUF = 128 << 20       # 128 MiB (the kernel books it doubled)
 # The largest notification is one RTM_NEWLINK (a few KiB); one skb each.
 RECV_SIZE = 64 * 1024
 _CMSG_SPACE = socket.CMSG_SPACE(4)
-_S32 = struct.Struct("=i")
-_U32 = struct.Struct("=I")
 
 LINK, ADDRESS, ROUTE, VLAN, TUNNEL, NSID = "link", "address", "route", "vlan", "tunnel", "nsid"
 _KIND_OF = {RTM_NEWLINK: LINK, RTM_DELLINK: LINK, RTM_NEWADDR: ADDRESS, RTM_DELADDR: ADDRESS,
@@ -157,7 +154,7 @@ class EventSocket:
             nsid = None
             for level, kind, data in ancdata:
                 if level == SOL_NETLINK and kind == NETLINK_LISTEN_ALL_NSID and len(data) >= 4:
-                    nsid = _S32.unpack_from(data)[0]
+                    nsid = S32.unpack_from(data)[0]
             for event in _decode(memoryview(self._buf)[:n], nsid):
                 out.append(event)
         self.received += len(out)
@@ -186,13 +183,14 @@ def _decode(data: memoryview, nsid: int | None) -> Iterator[Event]:
                         origin=proto[0] if proto is not None and len(proto) else 0)
         elif kind == ROUTE:
             oif = parse_attrs(payload, RTMSG.size, {RTA_OIF}).get(RTA_OIF)
-            yield Event(nsid, kind, msg_type, _U32.unpack_from(oif)[0] if oif is not None else 0,
+            yield Event(nsid, kind, msg_type, U32.unpack_from(oif)[0] if oif is not None else 0,
                         "", deleted, origin=RTMSG.unpack_from(payload)[5])
         elif kind == NSID:
             # struct rtgenmsg padded to 4, then NETNSA_*.
             value = parse_attrs(payload, 4, {NETNSA_NSID}).get(NETNSA_NSID)
-            target = _S32.unpack_from(value)[0] if value is not None else None
+            target = S32.unpack_from(value)[0] if value is not None else None
             yield Event(nsid, kind, msg_type, 0, "", deleted, target)
         else:   # VLAN, TUNNEL: struct br_vlan_msg / tunnel_msg: family, pad, ifindex
-            index = struct.unpack_from("=I", payload, 4)[0] if len(payload) >= 8 else 0
+            # br_vlan_msg and tunnel_msg: family, flags, reserved, ifindex
+            index = TUNNEL_MSG.unpack_from(payload)[3] if len(payload) >= TUNNEL_MSG.size else 0
             yield Event(nsid, kind, msg_type, index, "", deleted)

@@ -109,6 +109,7 @@ RTMSG = struct.Struct("=BBBBBBBBI")     # family, dst_len, src_len, tos, table,
                                         # protocol, scope, type, flags
 NLMSGERR = struct.Struct("=i")          # error (negative errno), then the request's header
 U32 = struct.Struct("=I")
+S32 = struct.Struct("=i")    # NETNSA_NSID, IFLA_LINK_NETNSID: -1 means none
 
 NLMSG_HDRLEN = NLMSGHDR.size
 

@@ -40,7 +40,7 @@ from netcfg.kernel.nlmsg import (
     MACVLAN_MODE_BRIDGE, MACVLAN_MODE_PASSTHRU, MACVLAN_MODE_PRIVATE, MACVLAN_MODE_SOURCE,
     MACVLAN_MODE_VEPA, NLA_TYPE_MASK, RTATTR, RTA_DST, RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF,
     RTA_PRIORITY, RTA_SRC, RTA_TABLE, RTEXT_FILTER_BRVLAN_COMPRESSED, RTMSG, RT_TABLE_MAIN,
-    attr_str, attr_u32, ifinfomsg, parse_attrs,
+    S32, attr_str, attr_u32, ifinfomsg, parse_attrs,
     rtattr_u32,
 )
 
@@ -66,7 +66,6 @@ USER_HZ = 100   # IFLA_BR_AGEING_TIME is in clock_t
 _U8 = struct.Struct("=B")
 _U16 = struct.Struct("=H")
 _BE16 = struct.Struct("!H")
-S32 = struct.Struct("=i")
 
 
 # ---------------------------------------------------------------- wire helpers

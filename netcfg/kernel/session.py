@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import resource
 import socket
-import struct
 from typing import Callable, Collection, Iterable
 
 from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.nlmsg import (
     IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID,
-    RTEXT_FILTER_SKIP_STATS, RTM_GETLINK, RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg,
+    S32, RTEXT_FILTER_SKIP_STATS, RTM_GETLINK, RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg,
     parse_attrs, rtattr, rtattr_str, rtattr_u32,
 )
 from netcfg.kernel.tags import NETNS_MARK
@@ -25,7 +24,6 @@ from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
 
 
-_S32 = struct.Struct("=i")   # NETNSA_NSID is signed: -1 asks the kernel to pick
 LOOPBACK_IFINDEX = 1          # lo is always the first device of a namespace
 # Devices netcfg creates get ifindexes it chose (new_ifindex), starting this
 # far above the highest index the namespace had when read. Another program
@@ -123,7 +121,7 @@ class KernelSession:
         if current is not None:
             return current
         payload = (b"\0\0\0\0" + rtattr_u32(NETNSA_FD, fd)
-                   + rtattr(NETNSA_NSID, _S32.pack(-1 if wanted is None else wanted)))
+                   + rtattr(NETNSA_NSID, S32.pack(-1 if wanted is None else wanted)))
         sock.request(RTM_NEWNSID, 0, payload)
         assigned = netns_id(sock, fd)
         if assigned is None:  # the kernel accepted it: it must be there now
