@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Rebuild tests/compat/corpus/ from git checkouts of the public sources.
+
+The corpus is kept as committed files; this script says where each came from
+and lets it be refreshed. Each file is written as its source wrote it, with
+one first comment line naming the source (repository, path, commit) and its
+licence. Files identical to one already taken (same text) are skipped, so a
+layout that a test suite repeats in many directories counts once.
+
+    tests/compat/collect.py --ifupdown2 GITDIR --pve-docs GITDIR \
+        --pve-network GITDIR --cldemo-evpn GITDIR --cldemo-l3clos GITDIR \
+        --debian-ifupdown-examples DIR
+
+GITDIR is a clone (bare or not) of github.com/CumulusNetworks/ifupdown2,
+proxmox/pve-docs, proxmox/pve-network, CumulusNetworks/cldemo-evpn and
+cldemo-l3clos; DIR is usr/share/doc/ifupdown/examples from Debian's ifupdown
+package (`apt-get download ifupdown && dpkg-deb -x ifupdown_*.deb DIR`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import re
+import subprocess
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def git(repo: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", repo, *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def git_dir(path: str) -> str:
+    p = Path(path)
+    return str(p / ".git") if (p / ".git").is_dir() else str(p)
+
+
+class Corpus:
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.count: dict[str, int] = {}
+
+    def add(self, source: str, name: str, origin: str, licence: str, text: str) -> None:
+        if "iface" not in text:
+            return
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if digest in self.seen:
+            return
+        self.seen.add(digest)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
+        out = CORPUS / source / f"{name}.interfaces"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        body = text if text.endswith("\n") else text + "\n"
+        out.write_text(f"# compat-source: {origin}; licence: {licence}\n{body}")
+        self.count[source] = self.count.get(source, 0) + 1
+
+
+def from_git(corpus: Corpus, repo: str, url: str, source: str, licence: str,
+             select, name_of, commit: str = "HEAD") -> None:
+    repo = git_dir(repo)
+    rev = git(repo, "rev-parse", commit).strip()
+    for path in git(repo, "ls-tree", "-r", "--name-only", rev).splitlines():
+        if select(path):
+            text = git(repo, "show", f"{rev}:{path}")
+            corpus.add(source, name_of(path), f"{url} {path} @ {rev[:12]}", licence, text)
+
+
+def adoc_blocks(text: str) -> list[tuple[int, str]]:
+    """The `----` delimited listing blocks of an AsciiDoc file that hold a stanza."""
+    blocks, start, lines = [], None, text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if line.strip() == "----":
+            previous = lines[number - 2].strip() if number > 1 else ""
+            if start is None and previous and not previous.startswith(("[", ".")):
+                continue    # a four-letter section title's underline, not a block
+            if start is None:
+                start = number
+            else:
+                body = "\n".join(lines[start:number - 1])
+                if re.search(r"^\s*iface\s", body, re.M):
+                    blocks.append((start + 1, body))
+                start = None
+    return blocks
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for opt in ("ifupdown2", "pve-docs", "pve-network", "cldemo-evpn", "cldemo-l3clos",
+                "debian-ifupdown-examples"):
+        ap.add_argument(f"--{opt}")
+    ap.add_argument("--cldemo-l3clos-commit", default="84f2fc8e7d379419fa67108534177ce3df0d2140")
+    a = ap.parse_args()
+    corpus = Corpus()
+    if a.ifupdown2:
+        url = "github.com/CumulusNetworks/ifupdown2"
+        from_git(corpus, a.ifupdown2, url, "ifupdown2", "GPL-2.0",
+                 lambda p: p.startswith("tests/eni/") or p.startswith("tests/scp/"),
+                 lambda p: p.split("/")[1] + "-" + Path(p).stem)
+        from_git(corpus, a.ifupdown2, url, "ifupdown2", "GPL-2.0",
+                 lambda p: p.startswith("docs/examples/") and not p.endswith((".py", ".sh")),
+                 lambda p: "examples-" + p[len("docs/examples/"):].replace("/", "-"))
+    if a.pve_docs:
+        repo = git_dir(a.pve_docs)
+        rev = git(repo, "rev-parse", "HEAD").strip()
+        for path in ("pve-network.adoc", "pvesdn.adoc"):
+            try:
+                text = git(repo, "show", f"{rev}:{path}")
+            except subprocess.CalledProcessError:
+                continue
+            for line, body in adoc_blocks(text):
+                corpus.add("pve-docs", f"{Path(path).stem}-L{line}",
+                           f"github.com/proxmox/pve-docs {path} line {line} @ {rev[:12]}",
+                           "GFDL-1.3-or-later", body)
+    if a.pve_network:
+        from_git(corpus, a.pve_network, "github.com/proxmox/pve-network", "pve-network",
+                 "AGPL-3.0-or-later",
+                 lambda p: p.startswith("src/test/zones/")
+                 and Path(p).name in ("interfaces", "expected_sdn_interfaces"),
+                 lambda p: "-".join(p.split("/")[3:5])
+                 + ("-sdn" if p.endswith("expected_sdn_interfaces") else "-host"))
+    for opt, url in (("cldemo_evpn", "github.com/CumulusNetworks/cldemo-evpn"),
+                     ("cldemo_l3clos", "github.com/CumulusNetworks/cldemo-l3clos")):
+        repo = getattr(a, opt)
+        if repo:
+            commit = a.cldemo_l3clos_commit if opt == "cldemo_l3clos" else "HEAD"
+            from_git(corpus, repo, url, "cumulus-demos", "no licence file in the repository",
+                     lambda p: Path(p).name == "interfaces",
+                     lambda p, o=opt: o.split("_")[1] + "-" + p.split("/")[-2], commit)
+    if a.debian_ifupdown_examples:
+        for path in sorted(Path(a.debian_ifupdown_examples).iterdir()):
+            if path.suffix in (".sh", ".pl"):
+                continue
+            raw = path.read_bytes()
+            text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode()
+            origin = ""
+            if path.name == "bridge":
+                # A note in prose around one example: keep the example's lines only.
+                lines = text.splitlines()
+                first = next(i for i, ln in enumerate(lines) if ln.startswith("auto "))
+                last = next(i for i, ln in enumerate(lines) if ln.startswith("Note"))
+                text, origin = "\n".join(lines[first:last]).rstrip() + "\n", " (its example lines)"
+            corpus.add("debian-ifupdown", path.name.removesuffix(".gz"),
+                       f"Debian ifupdown 0.8.41 /usr/share/doc/ifupdown/examples/{path.name}{origin}",
+                       "GPL-2.0-or-later", text)
+    for source, n in sorted(corpus.count.items()):
+        print(f"{source}: {n}")
+    print(f"total: {sum(corpus.count.values())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
