@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use netcfgd_scsi::{LogicalUnit, LuOptions};
 
+use crate::budget::{NsUsage, NETNS_CONNECTIONS, NETNS_WRITE_BUDGET, TOTAL_WRITE_BUDGET};
 use crate::iscsi::conn::Timers;
 use crate::iscsi::params::Limits;
 use crate::netns::NetnsHelper;
@@ -38,11 +39,38 @@ pub struct Options {
     /// Batch writes too (off: on ext4 they go through io_uring's worker
     /// thread and measured slower than pwrite).
     pub batch_writes: bool,
+    /// Memory and connection limits (crate::budget, docs/dataplane.md).
+    pub budgets: Budgets,
+}
+
+/// What untrusted initiators may make the data path hold.
+#[derive(Clone, Copy, Debug)]
+pub struct Budgets {
+    /// Bytes of write data waiting for Data-Out, all namespaces together.
+    pub write_bytes: u64,
+    /// The same per namespace.
+    pub netns_write_bytes: u64,
+    /// The same per connection (at least the largest write, 64 MiB, or
+    /// such writes are always refused).
+    pub conn_write_bytes: u64,
+    /// Connections per namespace, logged in or logging in.
+    pub netns_connections: u64,
+}
+
+impl Default for Budgets {
+    fn default() -> Budgets {
+        Budgets {
+            write_bytes: TOTAL_WRITE_BUDGET,
+            netns_write_bytes: NETNS_WRITE_BUDGET,
+            conn_write_bytes: Limits::default().max_pending_write,
+            netns_connections: NETNS_CONNECTIONS,
+        }
+    }
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { threads: 0, timers: Timers::default(), io_uring: true, batch_writes: false }
+        Options { threads: 0, timers: Timers::default(), io_uring: true, batch_writes: false, budgets: Budgets::default() }
     }
 }
 
@@ -60,6 +88,8 @@ pub struct Stats {
     /// (name, identity)
     pub namespaces: Vec<(String, u64)>,
     pub volumes: Vec<(String, u64, u32)>,
+    /// Write data reserved now, and the limit (all namespaces).
+    pub write_budget: (u64, u64),
 }
 
 pub struct Dataplane {
@@ -70,6 +100,7 @@ pub struct Dataplane {
     next_listener: AtomicU64,
     /// LUN -> volume name, per (netns, iqn): what set_target last asked for.
     lun_maps: Mutex<HashMap<(String, String), BTreeMap<u64, String>>>,
+    budgets: Budgets,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -89,7 +120,9 @@ impl Dataplane {
             opts.threads
         };
         let registry = Arc::new(Registry::new());
-        let reactor = Reactor::start(threads, registry.clone(), Limits::default(), opts.timers, opts.io_uring, opts.batch_writes)?;
+        registry.write_bytes.set_limit(opts.budgets.write_bytes);
+        let limits = Limits { max_pending_write: opts.budgets.conn_write_bytes, ..Limits::default() };
+        let reactor = Reactor::start(threads, registry.clone(), limits, opts.timers, opts.io_uring, opts.batch_writes)?;
         let helper = NetnsHelper::start(registry.clone())?;
         Ok(Dataplane {
             registry,
@@ -98,6 +131,7 @@ impl Dataplane {
             portals: Mutex::new(HashMap::new()),
             next_listener: AtomicU64::new(0),
             lun_maps: Mutex::new(HashMap::new()),
+            budgets: opts.budgets,
         })
     }
 
@@ -123,6 +157,7 @@ impl Dataplane {
             identity,
             fd,
             alive: Arc::new(AtomicBool::new(true)),
+            usage: Arc::new(NsUsage::new(self.budgets.netns_connections, self.budgets.netns_write_bytes)),
         });
         Ok(())
     }
@@ -170,6 +205,7 @@ impl Dataplane {
             ns_identity: ns.identity,
             ns_alive: ns.alive.clone(),
             portal_alive: alive.clone(),
+            usage: ns.usage.clone(),
         });
         let old = self.portals.lock().unwrap_or_else(|e| e.into_inner()).insert(
             key,
@@ -229,7 +265,7 @@ impl Dataplane {
     /// Create or update a target. Sessions of other targets are untouched;
     /// this target's sessions keep running with the new LUN map (access
     /// rules apply from the next login).
-    pub fn set_target(&self, netns: &str, iqn: &str, luns: &BTreeMap<u64, String>, access: Access) -> io::Result<()> {
+    pub fn set_target(&self, netns: &str, iqn: &str, luns: &BTreeMap<u64, String>, access: Access, max_connections: u64) -> io::Result<()> {
         let mut volumes = BTreeMap::new();
         for (lun, vol) in luns {
             let lu = self
@@ -240,6 +276,8 @@ impl Dataplane {
         }
         let (entry, _new) = self.registry.target_entry(netns, iqn);
         *entry.access.write().unwrap_or_else(|e| e.into_inner()) = access;
+        // Sessions already past the new limit stay; new logins wait for room.
+        entry.connections.set_limit(max_connections);
         let mut maps = self.lun_maps.lock().unwrap_or_else(|e| e.into_inner());
         let current = maps.entry((netns.to_string(), iqn.to_string())).or_default();
         let mut block_sizes = registry::write(&entry.block_sizes);
@@ -314,7 +352,8 @@ impl Dataplane {
             .filter_map(|n| self.registry.volume(&n).map(|lu| (n, lu.blocks(), lu.block_size())))
             .collect();
         volumes.sort();
-        Stats { threads: self.reactor.threads(), io_engine: self.registry.io_engine(), counters, targets, portals, namespaces, volumes }
+        let write_budget = (self.registry.write_bytes.used(), self.registry.write_bytes.limit());
+        Stats { threads: self.reactor.threads(), io_engine: self.registry.io_engine(), counters, targets, portals, namespaces, volumes, write_budget }
     }
 
     /// Close every connection and listener and stop the threads.

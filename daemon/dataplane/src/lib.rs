@@ -10,6 +10,7 @@
 //! together behind the API `python` exposes.
 
 pub mod batch;
+pub mod budget;
 pub mod dataplane;
 pub mod digest;
 pub mod iscsi;

@@ -14,7 +14,8 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use crate::dataplane::{Dataplane, Options};
+use crate::budget::TARGET_CONNECTIONS;
+use crate::dataplane::{Budgets, Dataplane, Options};
 use crate::iscsi::conn::Timers;
 use crate::registry::{Access, Secret};
 
@@ -66,11 +67,27 @@ impl PyDataplane {
     /// every backing transfer synchronously (as does a kernel that refuses
     /// io_uring; `stats()["io_engine"]` says which). `batch_writes=True`
     /// (or NETCFGD_IO_URING=writes) batches writes as well as reads.
-    #[pyo3(signature = (threads=None, ping_idle=10.0, ping_timeout=30.0, io_uring=true, batch_writes=false))]
-    fn new(py: Python<'_>, threads: Option<usize>, ping_idle: f64, ping_timeout: f64, io_uring: bool, batch_writes: bool) -> PyResult<Self> {
+    ///
+    /// Limits on what initiators may make it hold (docs/dataplane.md "Memory
+    /// and connection limits"): `write_budget` bytes of write data waiting
+    /// for Data-Out in all, `netns_write_budget` per namespace,
+    /// `conn_write_budget` per connection, `netns_connections` connections
+    /// per namespace. None: the defaults.
+    #[pyo3(signature = (threads=None, ping_idle=10.0, ping_timeout=30.0, io_uring=true, batch_writes=false,
+                        write_budget=None, netns_write_budget=None, conn_write_budget=None, netns_connections=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(py: Python<'_>, threads: Option<usize>, ping_idle: f64, ping_timeout: f64, io_uring: bool, batch_writes: bool,
+           write_budget: Option<u64>, netns_write_budget: Option<u64>, conn_write_budget: Option<u64>, netns_connections: Option<u64>) -> PyResult<Self> {
         if !(ping_idle > 0.0 && ping_timeout > 0.0) {
             return Err(PyValueError::new_err("ping_idle and ping_timeout must be positive"));
         }
+        let d = Budgets::default();
+        let budgets = Budgets {
+            write_bytes: write_budget.unwrap_or(d.write_bytes),
+            netns_write_bytes: netns_write_budget.unwrap_or(d.netns_write_bytes),
+            conn_write_bytes: conn_write_budget.unwrap_or(d.conn_write_bytes),
+            netns_connections: netns_connections.unwrap_or(d.netns_connections),
+        };
         let env = std::env::var("NETCFGD_IO_URING").ok();
         let opts = Options {
             threads: threads.unwrap_or(0),
@@ -80,6 +97,7 @@ impl PyDataplane {
             },
             io_uring: io_uring && env.as_deref() != Some("0"),
             batch_writes: batch_writes || env.as_deref() == Some("writes"),
+            budgets,
         };
         let dp = py.allow_threads(|| Dataplane::start(opts)).map_err(to_py)?;
         Ok(PyDataplane { inner: Arc::new(dp) })
@@ -130,8 +148,10 @@ impl PyDataplane {
 
     /// Create or update target `iqn` in namespace `netns`. `luns`: {LUN:
     /// volume name}; `allow`: initiator names (empty: any); `chap` and
-    /// `mutual_chap`: (user, secret) or None.
-    #[pyo3(signature = (netns, iqn, luns, allow=Vec::new(), chap=None, mutual_chap=None))]
+    /// `mutual_chap`: (user, secret) or None. `max_connections`: sessions
+    /// at once (more logins get OUT OF RESOURCES).
+    #[pyo3(signature = (netns, iqn, luns, allow=Vec::new(), chap=None, mutual_chap=None, max_connections=TARGET_CONNECTIONS))]
+    #[allow(clippy::too_many_arguments)]
     fn set_target(
         &self,
         netns: &str,
@@ -140,6 +160,7 @@ impl PyDataplane {
         allow: Vec<String>,
         chap: Option<(String, Bound<'_, PyAny>)>,
         mutual_chap: Option<(String, Bound<'_, PyAny>)>,
+        max_connections: u64,
     ) -> PyResult<()> {
         let chap = secret(chap)?;
         let mutual_chap = secret(mutual_chap)?;
@@ -150,7 +171,7 @@ impl PyDataplane {
             return Err(PyValueError::new_err(format!("target {iqn}: LUN {lun} is above 16383")));
         }
         let luns: BTreeMap<u64, String> = luns.into_iter().collect();
-        self.inner.set_target(netns, iqn, &luns, Access { allow, chap, mutual_chap }).map_err(to_py)
+        self.inner.set_target(netns, iqn, &luns, Access { allow, chap, mutual_chap }, max_connections).map_err(to_py)
     }
 
     fn remove_target(&self, netns: &str, iqn: &str) -> bool {
@@ -195,6 +216,8 @@ impl PyDataplane {
             volumes.set_item(name, (*blocks, *bs))?;
         }
         d.set_item("volumes", volumes)?;
+        let (used, limit) = s.write_budget;
+        d.set_item("write_budget", (used, limit))?;
         Ok(d)
     }
 

@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::batch::IoEngine;
+use crate::budget::NsUsage;
 use crate::iscsi::conn::{Close, ConnCtx, Connection, Timers};
 use crate::iscsi::params::Limits;
 use crate::registry::Registry;
@@ -24,6 +25,8 @@ const LISTENER_BIT: u64 = 1 << 62;
 const RX_INITIAL: usize = 64 * 1024;
 /// Bounded by the largest PDU we accept (MaxRecvDataSegmentLength + headers).
 const RX_MAX: usize = 4 * 1024 * 1024;
+/// Output buffer capacity kept between passes (more is freed once sent).
+const OUT_KEEP: usize = 1024 * 1024;
 const TICK: Duration = Duration::from_millis(500);
 
 /// A listening socket and what its connections inherit.
@@ -34,6 +37,7 @@ pub struct ListenerSpec {
     pub ns_identity: u64,
     pub ns_alive: Arc<AtomicBool>,
     pub portal_alive: Arc<AtomicBool>,
+    pub usage: Arc<NsUsage>,
 }
 
 pub enum Cmd {
@@ -294,6 +298,8 @@ impl Worker {
                 portal_alive: spec.portal_alive.clone(),
                 portal,
                 limits: self.shared.limits,
+                usage: spec.usage.clone(),
+                admitted: ConnCtx::admit(&spec.usage),
             };
             let n = self.shared.handles.len();
             let to = self.shared.next.fetch_add(1, Ordering::Relaxed) % n;
@@ -468,5 +474,9 @@ fn flush(s: &mut Slot) -> io::Result<bool> {
     }
     s.out.clear();
     s.out_pos = 0;
+    if s.out.capacity() > OUT_KEEP {
+        // A large read's answer: do not keep its buffer for an idle connection.
+        s.out = Vec::new();
+    }
     Ok(true)
 }

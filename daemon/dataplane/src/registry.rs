@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use netcfgd_scsi::{LogicalUnit, Target as ScsiTarget};
 
+use crate::budget::{Gauge, NsUsage, TARGET_CONNECTIONS};
+
 /// A CHAP user name and secret. Debug never prints the secret.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret {
@@ -58,6 +60,8 @@ pub struct TargetEntry {
     /// same initiator name and ISID reinstates the session (RFC 7143 6.3.5),
     /// and the old connection's flag is cleared so it closes.
     pub nexuses: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Sessions and logins past the target check: `max-connections`.
+    pub connections: Arc<Gauge>,
 }
 
 impl TargetEntry {
@@ -88,6 +92,8 @@ pub struct Namespace {
     /// Cleared when the namespace is removed or replaced: its listeners and
     /// connections close.
     pub alive: Arc<AtomicBool>,
+    /// Its connections and the write data they hold (crate::budget).
+    pub usage: Arc<NsUsage>,
 }
 
 /// Counters for `stats()`; relaxed atomics, read without locks.
@@ -130,6 +136,8 @@ pub struct Registry {
     pub counters: Counters,
     /// Each event loop's backing I/O engine ("io_uring" or "sync (why)").
     io_engines: Mutex<Vec<String>>,
+    /// Write data waiting for Data-Out, all namespaces together.
+    pub write_bytes: Arc<Gauge>,
 }
 
 /// A poisoned lock only means another thread panicked while holding it; the
@@ -225,6 +233,7 @@ impl Registry {
             alive: AtomicBool::new(true),
             sessions: AtomicU64::new(0),
             nexuses: Mutex::default(),
+            connections: Arc::new(Gauge::new(TARGET_CONNECTIONS)),
         });
         targets.insert(key, t.clone());
         (t, true)

@@ -11,6 +11,7 @@ use super::params::Limits;
 use super::pdu::{self, Bhs};
 use super::session::Session;
 use crate::batch::IoEngine;
+use crate::budget::{NsUsage, Permit};
 use crate::registry::{Counters, Registry};
 
 /// Commands the initiator may have in flight (MaxCmdSN - ExpCmdSN + 1).
@@ -32,6 +33,18 @@ pub struct ConnCtx {
     /// TargetAddress SendTargets reports.
     pub portal: String,
     pub limits: Limits,
+    /// The namespace's connection count and write budget (crate::budget).
+    pub usage: Arc<NsUsage>,
+    /// This connection's place in the namespace's connection limit; None:
+    /// over it, so its login is refused (OUT OF RESOURCES) and it closes.
+    pub admitted: Option<Permit>,
+}
+
+impl ConnCtx {
+    /// Counts a new connection against its namespace's limit.
+    pub fn admit(usage: &Arc<NsUsage>) -> Option<Permit> {
+        Permit::take(&[&usage.connections], 1)
+    }
 }
 
 /// Sequence numbers of the session (one connection per session).

@@ -20,6 +20,8 @@ const BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// Reused read buffers kept per connection, and the largest one kept.
 const READ_POOL: usize = 32;
 const READ_POOL_MAX_BUF: usize = 256 * 1024;
+/// Largest synchronous Data-In buffer kept per connection between commands.
+const DATA_IN_KEEP: usize = 1024 * 1024;
 
 impl Session {
     /// Run one command and send its Data-In and status. With a batching
@@ -87,7 +89,10 @@ impl Session {
         let written = data_out.as_deref().map_or(&[][..], |d| &d[..written_len]);
         let c = target.scsi.execute(lun, &self.nexus, cdb, written, &mut data_in);
         self.complete(ctx, seq, out, itt, lun, edtl, read, is_write, write_residual, written_len, c, &data_in);
-        self.data_in = data_in;
+        // Kept for the next command unless a large read grew it (up to 8 MiB).
+        if data_in.capacity() <= DATA_IN_KEEP {
+            self.data_in = data_in;
+        }
         if let Some(b) = data_out {
             self.recycle(b);
         }

@@ -22,7 +22,7 @@ fn registry() -> Arc<Registry> {
     REG.get_or_init(|| {
         let reg = Arc::new(Registry::new());
         let fd: OwnedFd = File::open("/proc/self/ns/net").expect("own netns").into();
-        reg.add_namespace(Namespace { name: String::new(), identity: 1, fd, alive: Arc::new(AtomicBool::new(true)) });
+        reg.add_namespace(Namespace { name: String::new(), identity: 1, fd, alive: Arc::new(AtomicBool::new(true)), usage: Default::default() });
         let path = std::env::temp_dir().join(format!("netcfgd-fuzz-{}.img", std::process::id()));
         let lu = LogicalUnit::open(
             &path,
@@ -48,6 +48,8 @@ pub fn drive(data: &[u8]) {
             portal_alive: Arc::new(AtomicBool::new(true)),
             portal: "127.0.0.1:3260".into(),
             limits: Limits::default(),
+            usage: Default::default(),
+            admitted: ConnCtx::admit(&Default::default()),
         },
         Instant::now(),
     );

@@ -9,6 +9,7 @@ use super::conn::{ConnCtx, Seq};
 use super::params::{self, Params};
 use super::pdu::{self, op, Bhs, Header};
 use super::text;
+use crate::budget::Permit;
 use crate::registry::{Access, TargetEntry};
 
 /// Stages (CSG/NSG values; 1 is the operational stage).
@@ -26,6 +27,9 @@ pub mod status {
     pub const SESSION_TYPE_UNSUPPORTED: u16 = 0x0209;
     pub const NO_SESSION: u16 = 0x020a;
     pub const INVALID_DURING_LOGIN: u16 = 0x020b;
+    /// Target error, retry later: the namespace's or the target's
+    /// connection limit is reached (crate::budget).
+    pub const OUT_OF_RESOURCES: u16 = 0x0302;
 }
 
 /// Longest login text we gather over continued (C bit) PDUs.
@@ -49,6 +53,8 @@ pub struct Established {
     /// None for a discovery session.
     pub target: Option<Arc<TargetEntry>>,
     pub params: Params,
+    /// Its place in the target's `max-connections`; held for the session's life.
+    pub permit: Option<Permit>,
 }
 
 /// Login state of one connection.
@@ -67,6 +73,7 @@ pub struct Login {
     /// Text gathered from PDUs with the C bit.
     partial: Vec<u8>,
     tsih: u16,
+    permit: Option<Permit>,
 }
 
 impl Login {
@@ -85,6 +92,7 @@ impl Login {
             declared_limits: false,
             partial: Vec::new(),
             tsih: 0,
+            permit: None,
         }
     }
 
@@ -96,6 +104,7 @@ impl Login {
             tsih: self.tsih,
             target: self.target,
             params: self.params,
+            permit: self.permit,
         }
     }
 
@@ -125,6 +134,11 @@ impl Login {
             // TSIH != 0 adds a connection to a session: MaxConnections=1.
             if bhs.u16_at(14) != 0 {
                 return self.fail(bhs, seq, out, status::NO_SESSION);
+            }
+            // Over the namespace's connection limit: refused before any
+            // name is looked at or anything is kept for it.
+            if ctx.admitted.is_none() {
+                return self.fail(bhs, seq, out, status::OUT_OF_RESOURCES);
             }
             self.csg = csg;
         }
@@ -204,6 +218,7 @@ impl Login {
                 if !access.allows(initiator) {
                     return Err(status::NOT_AUTHORIZED);
                 }
+                self.permit = Some(Permit::take(&[&target.connections], 1).ok_or(status::OUT_OF_RESOURCES)?);
                 self.auth_done = access.chap.is_none();
                 self.access = access;
                 text::push(reply, "TargetPortalGroupTag", &target.tpgt.to_string());

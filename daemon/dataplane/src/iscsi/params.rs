@@ -13,6 +13,10 @@ pub struct Limits {
     pub max_outstanding_r2t: u32,
     pub default_time2wait: u32,
     pub default_time2retain: u32,
+    /// Bytes of write data one connection may hold while it waits for
+    /// Data-Out (reserved when a write is accepted, grown as data comes);
+    /// beyond it new writes get TASK SET FULL.
+    pub max_pending_write: u64,
 }
 
 impl Default for Limits {
@@ -24,6 +28,7 @@ impl Default for Limits {
             max_outstanding_r2t: 8,
             default_time2wait: 2,
             default_time2retain: 0,
+            max_pending_write: 64 * 1024 * 1024,
         }
     }
 }

@@ -18,6 +18,7 @@ use super::params::Params;
 use super::pdu::{self, op, reject, Bhs, Header, RESERVED_TAG};
 use super::text;
 use crate::batch::{IoEngine, Pending};
+use crate::budget::Permit;
 
 // Running commands (synchronously or batched) and sending their answers.
 #[path = "exec.rs"]
@@ -28,13 +29,10 @@ use crate::registry::{Counters, TargetEntry};
 const MAX_WRITE: u32 = 64 * 1024 * 1024;
 /// Commands held back waiting for a CmdSN gap to fill.
 const MAX_QUEUED: usize = 128;
-/// Write data buffered per connection while waiting for Data-Out: beyond it
-/// new writes get TASK SET FULL, so a hostile initiator cannot make us
-/// allocate a window's worth of 64 MiB buffers.
-const MAX_PENDING_WRITE: u64 = 128 * 1024 * 1024;
-/// Reused write buffers kept per connection, and the largest one kept.
-const POOL: usize = 16;
-const POOL_MAX_BUF: usize = 1024 * 1024;
+/// Reused write buffers kept per connection, and the largest one kept:
+/// at most 2 MiB stays allocated per idle connection.
+const POOL: usize = 8;
+const POOL_MAX_BUF: usize = 256 * 1024;
 const TASK_SET_FULL: u8 = 0x28;
 const GOOD: u8 = 0x00;
 const CHECK_CONDITION: u8 = 0x02;
@@ -54,7 +52,11 @@ struct WriteTask {
     lun: u64,
     cdb: Cdb,
     edtl: u32,
+    /// Grows as data arrives (never allocated for `edtl` up front), within
+    /// `charge`, which reserved `edtl` bytes of the connection's, the
+    /// namespace's and the data path's write budgets when the write came.
     buf: Vec<u8>,
+    charge: Permit,
     received: u32,
     /// Unsolicited Data-Out may still come (InitialR2T=No and the command's F bit clear).
     unsolicited_open: bool,
@@ -83,7 +85,10 @@ pub struct Session {
     /// Our outstanding NOP-In ping: (TTT, sent at).
     pub ping: Option<(u32, Instant)>,
     writes: Vec<WriteTask>,
-    queued: Vec<(u32, Vec<u8>)>,
+    /// Commands that came early (CmdSN gap), each charged like write data.
+    queued: Vec<(u32, Vec<u8>, Permit)>,
+    /// Our place in the target's `max-connections`.
+    _permit: Option<Permit>,
     next_ttt: u32,
     data_in: Vec<u8>,
     pool: Vec<Vec<u8>>,
@@ -129,6 +134,7 @@ impl Session {
             ping: None,
             writes: Vec::new(),
             queued: Vec::new(),
+            _permit: est.permit,
             next_ttt: 1,
             data_in: Vec::new(),
             pool: Vec::new(),
@@ -206,18 +212,23 @@ impl Session {
         let sn = bhs.u32_at(24);
         if sn != seq.exp_cmd_sn {
             // Outside the window: silently ignored (RFC 7143 4.2.2.1).
+            // A command that does not fit the budgets is dropped like one
+            // outside the window: with one connection per session a gap
+            // never happens on a healthy link.
             if in_window(sn, seq.exp_cmd_sn, seq.window) && self.queued.len() < MAX_QUEUED
-                && !self.queued.iter().any(|(s, _)| *s == sn)
+                && !self.queued.iter().any(|(s, _, _)| *s == sn)
             {
-                self.queued.push((sn, pdu_bytes[..f.total].to_vec()));
+                if let Some(charge) = self.charge(ctx, f.total as u64) {
+                    self.queued.push((sn, pdu_bytes[..f.total].to_vec(), charge));
+                }
             }
             return Ok(());
         }
         seq.exp_cmd_sn = seq.exp_cmd_sn.wrapping_add(1);
         self.command(ctx, seq, pdu_bytes, f, out, io)?;
         // A gap just filled may release commands that came early.
-        while let Some(i) = self.queued.iter().position(|(s, _)| *s == seq.exp_cmd_sn) {
-            let (_, bytes) = self.queued.swap_remove(i);
+        while let Some(i) = self.queued.iter().position(|(s, _, _)| *s == seq.exp_cmd_sn) {
+            let (_, bytes, _charge) = self.queued.swap_remove(i);
             seq.exp_cmd_sn = seq.exp_cmd_sn.wrapping_add(1);
             let digests = self.digests();
             if let Ok(Some(frame)) = pdu::frame(&bytes, digests, u32::MAX) {
@@ -344,27 +355,30 @@ impl Session {
             self.respond(ctx, seq, out, bhs.itt(), CHECK_CONDITION, &sense, None, 0);
             return Ok(());
         }
-        let pending: u64 = self.writes.iter().map(|w| w.edtl as u64).sum();
-        if pending + edtl as u64 > MAX_PENDING_WRITE {
-            self.respond(ctx, seq, out, bhs.itt(), TASK_SET_FULL, &[], None, 0);
-            return Ok(());
-        }
         let mut buf = self.pool.pop().unwrap_or_default();
-        if buf.len() < edtl as usize {
-            buf.resize(edtl as usize, 0);
-        }
-        buf[..data.len()].copy_from_slice(data);
+        buf.clear();
         let received = data.len() as u32;
         if received == edtl {
+            // All of it came with the command: nothing waits, nothing to reserve.
+            buf.extend_from_slice(data);
             self.execute(ctx, seq, &target, bhs.itt(), lun, cdb.as_mut(), edtl, read, Some(buf), out, io);
             return Ok(());
         }
+        // The whole write is reserved now, so once accepted it can always
+        // finish; memory is only taken as its data arrives (`grow`).
+        let Some(charge) = self.charge(ctx, edtl as u64) else {
+            self.recycle(buf);
+            self.respond(ctx, seq, out, bhs.itt(), TASK_SET_FULL, &[], None, 0);
+            return Ok(());
+        };
+        grow(&mut buf, data, edtl);
         let task = WriteTask {
             itt: bhs.itt(),
             lun,
             cdb,
             edtl,
             buf,
+            charge,
             received,
             unsolicited_open: !fin && unsolicited_max > received,
             unsolicited_data_sn: 0,
@@ -378,6 +392,18 @@ impl Session {
             self.issue_r2ts(ctx, seq, i, out);
         }
         Ok(())
+    }
+
+    /// Reserve `n` bytes from the connection's, the namespace's and the
+    /// data path's budgets; None when one of them is spent.
+    fn charge(&self, ctx: &ConnCtx, n: u64) -> Option<Permit> {
+        // What this connection holds: its own budget (`max_pending_write`).
+        let held: u64 = self.writes.iter().map(|w| w.charge.amount()).sum::<u64>()
+            + self.queued.iter().map(|(_, _, c)| c.amount()).sum::<u64>();
+        if held + n > ctx.limits.max_pending_write {
+            return None;
+        }
+        Permit::take(&[&ctx.usage.write_bytes, &ctx.registry.write_bytes], n)
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
@@ -459,7 +485,9 @@ impl Session {
             self.recycle(task.buf);
             return Ok(());
         };
-        task.buf[offset as usize..end as usize].copy_from_slice(data);
+        // Data-Out comes in order (DataPDUInOrder=Yes, offset == received
+        // checked above), so it is appended.
+        grow(&mut task.buf, data, task.edtl);
         task.received = end;
         task.r2ts.retain(|r| r.received < r.len);
         if task.received == task.edtl && !task.unsolicited_open {
@@ -544,7 +572,7 @@ impl Session {
             (Some(t), 1) => {
                 let before = self.writes.len() + self.queued.len();
                 self.writes.retain(|w| w.itt != referenced);
-                self.queued.retain(|(_, b)| Bhs(&b[..pdu::BHS_LEN]).itt() != referenced);
+                self.queued.retain(|(_, b, _)| Bhs(&b[..pdu::BHS_LEN]).itt() != referenced);
                 if self.writes.len() + self.queued.len() < before {
                     t.scsi.abort_task(lun, &self.nexus, referenced);
                     0
@@ -565,7 +593,7 @@ impl Session {
             }
             (Some(t), 5) => {
                 self.writes.retain(|w| w.lun != lun);
-                self.queued.retain(|(_, b)| Bhs(&b[..pdu::BHS_LEN]).lun() != lun);
+                self.queued.retain(|(_, b, _)| Bhs(&b[..pdu::BHS_LEN]).lun() != lun);
                 t.scsi.lun_reset(lun, &self.nexus)
             }
             _ => 5, // task management function not supported
@@ -657,6 +685,17 @@ impl Session {
         self.status_fields(&mut h, seq, true);
         self.send(ctx, out, &h, &reply);
     }
+}
+
+/// Append arrived write data to `buf`, growing it at most to `edtl`: the
+/// buffer holds what came, never what was merely announced.
+fn grow(buf: &mut Vec<u8>, data: &[u8], edtl: u32) {
+    let need = buf.len() + data.len();
+    if need > buf.capacity() {
+        let want = need.max(buf.capacity() * 2).min(edtl as usize).max(need);
+        buf.reserve_exact(want - buf.len());
+    }
+    buf.extend_from_slice(data);
 }
 
 /// The CDB: 16 bytes in the BHS plus an Extended CDB AHS (type 1) if present.

@@ -26,7 +26,7 @@ const NS_ID: u64 = 42;
 fn registry(access: Access) -> (Arc<Registry>, tempdir::Dir) {
     let reg = Arc::new(Registry::new());
     let fd: OwnedFd = File::open("/proc/self/ns/net").unwrap().into();
-    reg.add_namespace(Namespace { name: "t1".into(), identity: NS_ID, fd, alive: Arc::new(AtomicBool::new(true)) });
+    reg.add_namespace(Namespace { name: "t1".into(), identity: NS_ID, fd, alive: Arc::new(AtomicBool::new(true)), usage: Default::default() });
     let dir = tempdir::Dir::new();
     let lu = LogicalUnit::open(
         &dir.path.join("lu.img"),
@@ -71,6 +71,8 @@ fn conn(reg: &Arc<Registry>, identity: u64) -> Connection {
             portal_alive: Arc::new(AtomicBool::new(true)),
             portal: "10.0.0.1:3260".into(),
             limits: Limits::default(),
+            usage: Default::default(),
+            admitted: ConnCtx::admit(&Default::default()),
         },
         Instant::now(),
     )
@@ -435,4 +437,47 @@ fn batched_io_answers_exactly_as_synchronous_io() {
     // Block 1 holds the second write, and command 7 read it.
     let data7 = &batched.iter().find(|(h, _)| Bhs(h).itt() == 7).unwrap().1;
     assert_eq!(data7[0], 5);
+}
+
+#[test]
+fn writes_waiting_for_data_are_reserved_within_the_budgets() {
+    let (reg, _d) = registry(Access::default());
+    reg.write_bytes.set_limit(3 << 20);
+    let mut c = logged_in(&reg, &[("ImmediateData", "No"), ("InitialR2T", "Yes")]);
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x2a; // WRITE(10), 2048 blocks: 1 MiB
+    cdb[7] = 0x08;
+    for itt in 1..=3 {
+        let r = exchange(&mut c, &scsi_cmd(itt, itt, 0x80 | 0x20, 1 << 20, &cdb, &[]));
+        assert_eq!(Bhs(&r[0].0).opcode(), op::R2T, "write {itt} is accepted and solicited");
+    }
+    assert_eq!(reg.write_bytes.used(), 3 << 20, "each write reserves its length");
+    let r = exchange(&mut c, &scsi_cmd(4, 4, 0x80 | 0x20, 1 << 20, &cdb, &[]));
+    let rsp = Bhs(&r[0].0);
+    assert_eq!((rsp.opcode(), rsp.byte(3)), (op::SCSI_RSP, 0x28), "over the budget: TASK SET FULL");
+    // The connection going away gives back everything it held.
+    c.shutdown();
+    drop(c);
+    assert_eq!(reg.write_bytes.used(), 0);
+}
+
+#[test]
+fn connection_limits_refuse_logins_with_out_of_resources() {
+    let (reg, _d) = registry(Access::default());
+    let (t, _) = reg.target_entry("t1", IQN);
+    t.connections.set_limit(1);
+    let first = logged_in(&reg, &[]);
+    let normal = [("InitiatorName", INIT), ("TargetName", IQN)];
+    let mut second = conn(&reg, NS_ID);
+    let r = exchange(&mut second, &login_req(1, 3, true, &normal, 1));
+    assert_eq!(status(&r[0].0), 0x0302, "the target's max-connections is reached");
+    assert!(second.closing().is_some());
+    drop(second);
+    drop(first);
+    let _third = logged_in(&reg, &[]);
+    // Over the namespace's limit: refused before anything is looked up.
+    let mut over = conn(&reg, NS_ID);
+    over.ctx.admitted = None;
+    let r = exchange(&mut over, &login_req(1, 3, true, &normal, 1));
+    assert_eq!(status(&r[0].0), 0x0302);
 }
