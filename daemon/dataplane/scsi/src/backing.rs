@@ -3,11 +3,12 @@
 //! (pread/pwrite) on one shared fd, so any number of threads use it at once
 //! without a seek position to fight over, straight into the caller's buffer.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
 /// How to open a logical unit.
@@ -42,7 +43,9 @@ pub struct LogicalUnit {
     kind: BackingKind,
     block_size: u32,
     block_shift: u32,
-    blocks: u64,
+    /// Changes only through `resize` (online growth, or a shrink the
+    /// caller allowed); every range check reads it afresh.
+    blocks: AtomicU64,
     read_only: bool,
     serial: String,
     naa: u64,
@@ -57,6 +60,15 @@ const BLKZEROOUT: libc::c_ulong = 0x127F;
 impl LogicalUnit {
     /// Opens (and, for a missing regular file with `size_bytes`, creates) the backing store.
     pub fn open(path: &Path, opts: LuOptions) -> io::Result<LogicalUnit> {
+        Self::open_checked(path, opts, |_| Ok(()))
+    }
+
+    /// `open`, with `check` judging the opened object (its fstat) before
+    /// anything is done with it: the caller's policy on owner and mode, free
+    /// of races since it sees the very file that will be served. The last
+    /// path component is never followed if it is a symbolic link (O_NOFOLLOW:
+    /// ELOOP), and a file created here is mode 0600 (tenant data).
+    pub fn open_checked(path: &Path, opts: LuOptions, check: impl FnOnce(&Metadata) -> io::Result<()>) -> io::Result<LogicalUnit> {
         let bs = opts.block_size;
         if bs < 512 || !bs.is_power_of_two() || bs > 1 << 20 {
             return Err(io::Error::new(
@@ -65,12 +77,13 @@ impl LogicalUnit {
             ));
         }
         let mut oo = OpenOptions::new();
-        oo.read(true).write(!opts.read_only).custom_flags(libc::O_CLOEXEC);
+        oo.read(true).write(!opts.read_only).custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW).mode(0o600);
         if opts.size_bytes.is_some() && !opts.read_only {
             oo.create(true);
         }
         let file = oo.open(path)?;
         let meta = file.metadata()?;
+        check(&meta)?;
         let (kind, bytes) = if meta.file_type().is_block_device() {
             (BackingKind::BlockDevice, block_device_size(&file)?)
         } else if meta.file_type().is_file() {
@@ -92,7 +105,7 @@ impl LogicalUnit {
             kind,
             block_size: bs,
             block_shift: bs.trailing_zeros(),
-            blocks: bytes >> bs.trailing_zeros(),
+            blocks: AtomicU64::new(bytes >> bs.trailing_zeros()),
             read_only: opts.read_only,
             serial: opts.serial,
             naa: opts.naa,
@@ -107,7 +120,30 @@ impl LogicalUnit {
 
     /// Number of logical blocks.
     pub fn blocks(&self) -> u64 {
-        self.blocks
+        self.blocks.load(Ordering::Acquire)
+    }
+
+    /// Whether the unit is a regular file (else a block device).
+    pub fn is_file(&self) -> bool {
+        self.kind == BackingKind::File
+    }
+
+    /// Make a file-backed unit `size_bytes` long (rounded down to whole
+    /// blocks; growing leaves a hole), or re-read a block device's size
+    /// (`size_bytes` ignored). Returns the new number of blocks. The
+    /// caller decides whether a shrink is allowed, and tells the
+    /// initiators (`Target::capacity_changed`).
+    pub fn resize(&self, size_bytes: u64) -> io::Result<u64> {
+        let bytes = match self.kind {
+            BackingKind::File => {
+                self.file.set_len(size_bytes - size_bytes % u64::from(self.block_size))?;
+                self.file.metadata()?.len()
+            }
+            BackingKind::BlockDevice => block_device_size(&self.file)?,
+        };
+        let blocks = bytes >> self.block_shift;
+        self.blocks.store(blocks, Ordering::Release);
+        Ok(blocks)
     }
 
     pub(crate) fn read_only(&self) -> bool {
@@ -128,7 +164,7 @@ impl LogicalUnit {
 
     /// Whether `lba .. lba+count` lies inside the unit.
     pub(crate) fn range_ok(&self, lba: u64, count: u64) -> bool {
-        lba.checked_add(count).map_or(false, |end| end <= self.blocks)
+        lba.checked_add(count).map_or(false, |end| end <= self.blocks())
     }
 
     /// Byte offset of `lba` (callers have checked the range, so no overflow).
@@ -292,13 +328,14 @@ impl LogicalUnit {
     /// blocks) of the run of same-state blocks, capped at the end of the unit.
     /// A block device reports everything mapped.
     pub(crate) fn extent_at(&self, lba: u64) -> io::Result<(bool, u64)> {
-        let remaining = self.blocks.saturating_sub(lba);
+        let blocks = self.blocks();
+        let remaining = blocks.saturating_sub(lba);
         if self.kind != BackingKind::File {
             return Ok((true, remaining));
         }
         let fd = self.file.as_raw_fd();
         let off = self.offset(lba) as libc::off_t;
-        let file_end = self.offset(self.blocks) as libc::off_t;
+        let file_end = self.offset(blocks) as libc::off_t;
         let bs = i64::from(self.block_size);
         // SAFETY: lseek on our fd; SEEK_DATA/SEEK_HOLE only read the extent map.
         let data = unsafe { libc::lseek(fd, off, libc::SEEK_DATA) };

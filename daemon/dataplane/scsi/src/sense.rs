@@ -114,6 +114,9 @@ pub const RESERVATIONS_PREEMPTED: Sense = Sense::new(key::UNIT_ATTENTION, 0x2A, 
 pub const RESERVATIONS_RELEASED: Sense = Sense::new(key::UNIT_ATTENTION, 0x2A, 0x04);
 pub const REGISTRATIONS_PREEMPTED: Sense = Sense::new(key::UNIT_ATTENTION, 0x2A, 0x05);
 pub const MODE_PARAMETERS_CHANGED: Sense = Sense::new(key::UNIT_ATTENTION, 0x2A, 0x01);
+pub const CAPACITY_DATA_HAS_CHANGED: Sense = Sense::new(key::UNIT_ATTENTION, 0x2A, 0x09);
+/// NOT READY TO READY CHANGE, MEDIUM MAY HAVE CHANGED: a LUN's backing was replaced.
+pub const MEDIUM_MAY_HAVE_CHANGED: Sense = Sense::new(key::UNIT_ATTENTION, 0x28, 0x00);
 pub const REPORTED_LUNS_DATA_HAS_CHANGED: Sense = Sense::new(key::UNIT_ATTENTION, 0x3F, 0x0E);
 pub const NO_ADDITIONAL_SENSE: Sense = Sense::new(key::NO_SENSE, 0x00, 0x00);
 

@@ -91,13 +91,16 @@ impl Target {
     }
 
     /// Adds (or replaces) a logical unit. Nexuses already logged in get
-    /// REPORTED LUNS DATA HAS CHANGED on their next command to another LUN.
-    /// Re-adding the same unit at the same LUN changes nothing (its
+    /// REPORTED LUNS DATA HAS CHANGED on their next command to another LUN,
+    /// and, when another unit was at this LUN, MEDIUM MAY HAVE CHANGED on
+    /// it. Re-adding the same unit at the same LUN changes nothing (its
     /// reservations and mode settings stay).
     pub fn add_lun(&self, lun: u64, lu: Arc<LogicalUnit>) {
-        if read(&self.luns).get(&lun).map_or(false, |slot| Arc::ptr_eq(&slot.lu, &lu)) {
-            return;
-        }
+        let replaced = match read(&self.luns).get(&lun) {
+            Some(slot) if Arc::ptr_eq(&slot.lu, &lu) => return,
+            Some(_) => true,
+            None => false,
+        };
         let slot = Arc::new(Lun {
             lu,
             reservations: Reservations::default(),
@@ -105,9 +108,34 @@ impl Target {
             write_cache: AtomicBool::new(true),
             software_write_protect: AtomicBool::new(false),
         });
+        if replaced {
+            for nexus in self.known_nexuses() {
+                slot.unit_attentions.establish(&nexus, sense::MEDIUM_MAY_HAVE_CHANGED);
+            }
+        }
         let mut luns = write(&self.luns);
         self.announce_lun_change(&luns, lun);
         luns.insert(lun, slot);
+    }
+
+    /// `lu` was resized (`LogicalUnit::resize`): every nexus gets CAPACITY
+    /// DATA HAS CHANGED on each LUN backed by it (SBC-3 4.11), so initiators
+    /// read the capacity again. Returns how many LUNs were concerned.
+    pub fn capacity_changed(&self, lu: &Arc<LogicalUnit>) -> usize {
+        let nexuses = self.known_nexuses();
+        let mut concerned = 0;
+        for slot in read(&self.luns).values().filter(|slot| Arc::ptr_eq(&slot.lu, lu)) {
+            concerned += 1;
+            for nexus in &nexuses {
+                slot.unit_attentions.establish(nexus, sense::CAPACITY_DATA_HAS_CHANGED);
+            }
+        }
+        concerned
+    }
+
+    /// Whether any LUN of this target is backed by `lu`.
+    pub fn exports(&self, lu: &Arc<LogicalUnit>) -> bool {
+        read(&self.luns).values().any(|slot| Arc::ptr_eq(&slot.lu, lu))
     }
 
     pub fn remove_lun(&self, lun: u64) {

@@ -327,11 +327,15 @@ fn re_adding_the_same_unit_keeps_its_state() {
     f.target.add_lun(0, f.lu.clone());
     let (c, _) = f.run_as(&nexus(2), 0, &[0u8; 6], &[]);
     assert_eq!(c.status, RESERVATION_CONFLICT, "reservation kept, no unit attention");
-    // A different unit at the same LUN is a new device: state starts afresh.
+    // A different unit at the same LUN is a new device: state starts
+    // afresh, and the nexuses that knew the old one are told the medium
+    // may have changed.
     let other = std::sync::Arc::new(
         netcfgd_scsi::LogicalUnit::open(&f.dir.0.join("other.img"), options(512, false)).unwrap(),
     );
     f.target.add_lun(0, other);
+    let (c, _) = f.run_as(&nexus(2), 0, &[0u8; 6], &[]);
+    assert_sense(&c, UNIT_ATTENTION, 0x28, 0x00);
     let (c, _) = f.run_as(&nexus(2), 0, &[0u8; 6], &[]);
     assert_eq!(c.status, GOOD);
 }
