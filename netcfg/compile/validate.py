@@ -77,6 +77,7 @@ def _resolve_references(model: Model, report: Report) -> dict:
     # The hot loop of a big compile (600k references in a 4094-VLAN switch):
     # locals, no per-reference helper calls on the common paths.
     edges: dict[ConfigObject, list[ConfigObject]] = {}
+    elsewhere: dict[str, list[ConfigObject]] | None = None  # built on first need
     interfaces = model.interfaces
     masters = model.masters
     hooks_of = registry.hooks_overriding
@@ -94,9 +95,11 @@ def _resolve_references(model: Model, report: Report) -> dict:
                 else:
                     target = model.section(section).get(name)
                 if target is None:
-                    target = _imply(model, obj, ref)
+                    if elsewhere is None:
+                        elsewhere = _tenant_names(model)
+                    target = _imply(model, obj, ref, elsewhere)
                     if target is None:
-                        _report_dangling(model, obj, ref, report)
+                        _report_dangling(model, obj, ref, report, elsewhere)
                         continue
                     work.append(target)
                 if role not in STRUCTURAL_ROLES:
@@ -114,7 +117,18 @@ def _resolve_references(model: Model, report: Report) -> dict:
     return edges
 
 
-def _imply(model: Model, obj: ConfigObject, ref: Reference) -> ConfigObject | None:
+def _tenant_names(model: Model) -> dict[str, list[ConfigObject]]:
+    """Interface name -> the objects of that name outside the host namespace."""
+    names: dict[str, list[ConfigObject]] = {}
+    if model.namespaces:
+        for (netns, name), obj in model.interfaces.items():
+            if netns != ROOT_NETNS:
+                names.setdefault(name, []).append(obj)
+    return names
+
+
+def _imply(model: Model, obj: ConfigObject, ref: Reference,
+           elsewhere: dict[str, list[ConfigObject]]) -> ConfigObject | None:
     """An undeclared port or lower device: a VLAN subinterface if the name says
     so, a physical port in the host namespace, else nothing (dangling)."""
     if ref.section != IFACE or ref.role not in _IMPLYING_ROLES:
@@ -123,22 +137,56 @@ def _imply(model: Model, obj: ConfigObject, ref: Reference) -> ConfigObject | No
     if implied is None:
         if ref.netns != ROOT_NETNS:
             return None  # tenant namespaces have no physical ports to assume
+        if ref.name in elsewhere:
+            # The config makes (or configures) a device of that name in another
+            # namespace: assuming a host port of the same name hid a config
+            # that the kernel refuses at apply ("No such device"). Declaring
+            # the host port (`iface NAME`) says it exists.
+            return None
         implied = registry.kind(PHYSICAL).make_implied(ref.name, ref.netns, ref.loc, obj.auto)
     model.interfaces[implied.key] = implied
     return implied
 
 
-def _report_dangling(model: Model, obj: ConfigObject, ref: Reference, report: Report) -> None:
+def _report_dangling(model: Model, obj: ConfigObject, ref: Reference, report: Report,
+                     elsewhere: dict[str, list[ConfigObject]]) -> None:
     if ref.section == IFACE:
-        names = [n for ns, n in model.interfaces if ns == ref.netns]
         where = f"namespace {ref.netns}" if ref.netns else "the host namespace"
+        others = [o for o in elsewhere.get(ref.name, ()) if o.netns != ref.netns]
+        host = model.interfaces.get((ROOT_NETNS, ref.name))
+        if host is not None and ref.netns != ROOT_NETNS:
+            others = [host, *others]
+        if others:
+            hint = _other_namespace_hint(obj, ref, others)
+        else:
+            names = [n for ns, n in model.interfaces if ns == ref.netns]
+            hint = did_you_mean(ref.name, names)
         report.error(ref.loc, f"{obj.label()}: {ref.attribute} names {ref.name}, which is not "
-                     f"declared in {where}{did_you_mean(ref.name, names)}", ref.attribute)
+                     f"declared in {where}{hint}", ref.attribute)
     else:
         names = list(model.section(ref.section))
         what = "volume" if ref.section == VOLUME else ref.section
         report.error(ref.loc, f"{obj.label()}: {ref.attribute} names {ref.name}, which is not a "
                      f"declared {what}{did_you_mean(ref.name, names)}", ref.attribute)
+
+
+def _other_namespace_hint(obj: ConfigObject, ref: Reference,
+                          others: list[ConfigObject]) -> str:
+    """What to write when the name is declared, but in another namespace."""
+    first = others[0]
+    where = f"namespace {first.netns}" if first.netns else "the host namespace"
+    text = f"; {ref.name} is declared in {where} ({first.loc})"
+    if ref.role == LOWER and ref.attribute.endswith("-raw-device"):
+        attribute = ref.attribute[:-len("device")] + "netns"
+        return text + (f": if that is the device meant, write '{attribute} "
+                       f"{first.netns or chr(34) * 2}' on {obj.name}")
+    if ref.role in ENSLAVING_ROLES or ref.role == MASTER:
+        text += ", and a master and its members must share a namespace: move one of them"
+    else:
+        text += ", and the two must be in one namespace"
+    if ref.netns == ROOT_NETNS and ref.role in _IMPLYING_ROLES:
+        text += f"; if {ref.name} is a physical port of this host, declare it: 'iface {ref.name}'"
+    return text
 
 
 def _report_two_masters(model: Model, device: ConfigObject, master: ConfigObject,
