@@ -6,9 +6,23 @@ code, never a traceback (``--debug`` shows one for internal errors).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
+import signal
+
+
+def _interrupted_while_starting(_signum: int, _frame: object) -> None:
+    os.write(2, b"netcfg: interrupted\n")
+    os._exit(130)
+
+
+# Ctrl-C in the first ~150 ms lands in the imports below, where no handler of
+# main() can catch it: one line and exit 130 instead of a traceback. main()
+# puts Python's own handler back before any work starts.
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import argparse  # noqa: E402 - after the handler above, on purpose
+import json
 import sys
 import traceback
 from typing import Any, Sequence
@@ -17,6 +31,8 @@ from netcfg import __version__
 from netcfg.cli_kernel import add_commands
 from netcfg.compile import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config, read_stdin, render_config
 from netcfg.compile.model import Model
+from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
+                                   render_timeout_from_env)
 from netcfg.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid, NetcfgError,
                            UsageError)
 
@@ -57,7 +73,21 @@ def _config_options() -> argparse.ArgumentParser:
     common.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
                         help="template variable (VALUE is parsed as JSON when it can be); "
                              "overrides vars.json; repeatable")
+    common.add_argument("--render-timeout", metavar="SECONDS", type=_positive_seconds,
+                        default=render_timeout_from_env(),
+                        help="stop templates that render for longer (default: "
+                             f"${RENDER_TIMEOUT_ENV} or {DEFAULT_RENDER_TIMEOUT_S:g})")
     return common
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,7 +149,8 @@ def config_source(args: argparse.Namespace) -> ConfigSource:
         except json.JSONDecodeError:
             variables[key] = value
     stdin_text = read_stdin() if args.config == STDIN else None
-    return ConfigSource(path=args.config, variables=variables, stdin_text=stdin_text)
+    return ConfigSource(path=args.config, variables=variables, stdin_text=stdin_text,
+                        render_timeout=args.render_timeout)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -185,6 +216,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -208,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK  # `netcfg plan | head` is fine
     except KeyboardInterrupt:
+        print("netcfg: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - the last line of defence for the operator
         if args.debug:

@@ -6,6 +6,16 @@ each peer's uid checked with SO_PEERCRED: only root may talk to it. One
 request per connection; the daemon answers on the same connection, progress
 lines first. Requests are served one at a time by the daemon's loop, so two
 clients applying at once are serialized.
+
+Nothing here ever waits for a client. The loop reads a request as its bytes
+arrive (non-blocking, a selector over every connection) and serves it once
+its line is whole; a client that has not sent a whole request within
+``request_deadline`` seconds of connecting (the deadline is for the whole
+request, not renewed by each byte) is dropped, and so is one that does not
+read its answer within ``answer_deadline``. A request is bounded in size
+(MAX_REQUEST_BYTES) and nesting (MAX_REQUEST_DEPTH), and its fields are
+type-checked here (parse_request), so no request can reach a handler in a
+shape that makes it fail with anything but an answer.
 """
 
 from __future__ import annotations
@@ -15,17 +25,96 @@ import json
 import os
 import socket
 import struct
+import time
 from typing import Any
 
 from netcfg.client import MAX_LINE, PROTOCOL_VERSION
+from netcfg.compile.jsonform import MAX_JSON_DEPTH, json_depth
 from netcfg.errors import EXIT_USAGE, NetcfgError
 
 _UCRED = struct.Struct("=iII")   # struct ucred: pid, uid, gid
-REQUEST_TIMEOUT_S = 10.0
+# A whole request must arrive within this many seconds of the connect: a
+# local client writes its one line at once (64 MiB over a unix socket takes
+# well under a second); one that dribbles is stuck or hostile.
+REQUEST_DEADLINE_S = 5.0
+# The answer must be taken within this: a `show` of a big host is tens of MiB.
+ANSWER_DEADLINE_S = 30.0
+# `netcfg show -o json | netcfg apply -c -` sends a whole host's model as
+# stdin_text: as big as the biggest answer.
+MAX_REQUEST_BYTES = MAX_LINE
+# The request's own wrapping ({"source": {"variables": {...}}}) over a
+# template variable nested as deep as a config file may nest.
+MAX_REQUEST_DEPTH = MAX_JSON_DEPTH + 8
+# Connections being read or answered at once; more are refused.
+MAX_CLIENTS = 32
+_RECV_CHUNK = 1 << 20
+
+# The fields a request may carry, and their types (None: may be null).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "version": (int,), "command": (str,), "source": (dict,),
+    "dry_run": (bool, type(None)), "json": (bool, type(None)),
+    "confirm": (int, float, type(None)), "lower": (str, type(None)),
+    "interfaces": (list, type(None)), "netns": (list, type(None)),
+    "output": (str, type(None)), "number": (int,), "why": (str, type(None)),
+}
+_SOURCE_TYPES: dict[str, tuple[type, ...]] = {
+    "path": (str,), "variables": (dict, type(None)), "stdin_text": (str, type(None)),
+}
 
 
 class ProtocolError(Exception):
     """A request the daemon cannot read; the message is sent back as is."""
+
+
+def parse_request(raw: bytes) -> dict[str, Any]:
+    """One request line (with its newline) -> the request, or ProtocolError.
+    Pure: the hypothesis fuzzer in tests/unit/test_control_fuzz.py holds it
+    to raising nothing else."""
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise ProtocolError(f"the request is longer than {MAX_REQUEST_BYTES} bytes")
+    if not raw.endswith(b"\n"):
+        raise ProtocolError("the request must be one JSON object on one line")
+    if raw.index(b"\n") != len(raw) - 1:
+        raise ProtocolError("one request per connection, on one line")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ProtocolError(f"the request is not UTF-8 (byte {e.start})") from None
+    try:
+        request = json.loads(text)
+    except RecursionError:
+        raise ProtocolError(f"the request is nested deeper than {MAX_REQUEST_DEPTH} "
+                            f"levels") from None
+    except ValueError as e:   # JSONDecodeError, or an integer past int_max_str_digits
+        raise ProtocolError(f"the request is not JSON: {e}") from None
+    if not isinstance(request, dict) or not isinstance(request.get("command"), str):
+        raise ProtocolError('the request must be an object with a "command"')
+    if request.get("version") != PROTOCOL_VERSION or isinstance(request.get("version"), bool):
+        raise ProtocolError(f"protocol version {request.get('version')!r} is not "
+                            f"supported (netcfgd speaks {PROTOCOL_VERSION}): use the "
+                            f"netcfg of the same release")
+    depth = json_depth(request, MAX_REQUEST_DEPTH)
+    if depth > MAX_REQUEST_DEPTH:
+        raise ProtocolError(f"the request is nested deeper than {MAX_REQUEST_DEPTH} levels")
+    _check_types(request, _FIELD_TYPES, "")
+    if "source" in request:
+        _check_types(request["source"], _SOURCE_TYPES, "source.")
+    for key in ("interfaces", "netns"):
+        if any(not isinstance(item, str) for item in request.get(key) or ()):
+            raise ProtocolError(f'"{key}" must be a list of names')
+    return request
+
+
+def _check_types(obj: dict[str, Any], types: dict[str, tuple[type, ...]], prefix: str) -> None:
+    for key, allowed in types.items():
+        if key not in obj:
+            continue
+        value = obj[key]
+        # bool is an int to Python, never to the protocol.
+        if isinstance(value, bool) and bool not in allowed or not isinstance(value, allowed):
+            names = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
+            raise ProtocolError(f'"{prefix}{key}" must be {names}, not '
+                                f'{type(value).__name__}')
 
 
 class ControlServer:
@@ -58,12 +147,15 @@ class ControlServer:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def accept(self) -> "ControlConnection | None":
+    def accept(self, now: float | None = None,
+               request_deadline: float = REQUEST_DEADLINE_S) -> "ControlConnection | None":
         try:
             conn, _ = self.sock.accept()
-        except BlockingIOError:
+        except (BlockingIOError, InterruptedError):
             return None
-        return ControlConnection(conn)
+        except OSError:          # ECONNABORTED, EMFILE: this one is lost, not the daemon
+            return None
+        return ControlConnection(conn, now, request_deadline)
 
     def close(self) -> None:
         self.sock.close()
@@ -82,45 +174,78 @@ def _answers(path: str) -> bool:
 
 
 class ControlConnection:
-    def __init__(self, sock: socket.socket):
+    """One client: its request read as it arrives, its answer written as it
+    is taken; never a blocking call. ``deadline`` (monotonic) is when it is
+    dropped if still unread or unanswered."""
+
+    def __init__(self, sock: socket.socket, now: float | None = None,
+                 request_deadline: float = REQUEST_DEADLINE_S):
         self.sock = sock
-        sock.setblocking(True)
-        sock.settimeout(REQUEST_TIMEOUT_S)
+        sock.setblocking(False)
         self.pid, self.uid, self.gid = _UCRED.unpack(
             sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
-        self.file = sock.makefile("rb")
+        self.connected_at = time.monotonic() if now is None else now
+        self.deadline = self.connected_at + request_deadline
+        self.request_deadline = request_deadline
+        self._in = bytearray()
+        self._out = bytearray()
         self.gone = False
+        self.served = False
+        self.closed = False
 
-    def read_request(self) -> dict[str, Any]:
-        try:
-            raw = self.file.readline(MAX_LINE)
-        except (TimeoutError, OSError) as e:
-            raise ProtocolError(f"no request read: {e}") from None
-        if not raw.endswith(b"\n"):
-            raise ProtocolError("the request must be one JSON object on one line")
-        try:
-            request = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ProtocolError(f"the request is not JSON: {e}") from None
-        if not isinstance(request, dict) or not isinstance(request.get("command"), str):
-            raise ProtocolError('the request must be an object with a "command"')
-        if request.get("version") != PROTOCOL_VERSION:
-            raise ProtocolError(f"protocol version {request.get('version')!r} is not "
-                                f"supported (netcfgd speaks {PROTOCOL_VERSION}): use the "
-                                f"netcfg of the same release")
-        return request
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    @property
+    def received(self) -> int:
+        return len(self._in)
+
+    def receive(self) -> dict[str, Any] | None:
+        """Read what has arrived: the request once its line is whole, None
+        while it is not, ProtocolError when it cannot become one."""
+        while True:
+            try:
+                chunk = self.sock.recv(_RECV_CHUNK)
+            except (BlockingIOError, InterruptedError):
+                return None
+            except OSError as e:
+                raise ProtocolError(f"no request read: {e.strerror or e}") from None
+            if not chunk:
+                self.gone = True
+                return parse_request(bytes(self._in))   # says what is wrong with it
+            self._in += chunk
+            if b"\n" in chunk:
+                return parse_request(bytes(self._in))
+            if len(self._in) > MAX_REQUEST_BYTES:
+                raise ProtocolError(f"the request is longer than {MAX_REQUEST_BYTES} bytes")
+
+    def answering(self, now: float, answer_deadline: float = ANSWER_DEADLINE_S) -> None:
+        """The request was served: what is left of the answer must be taken by then."""
+        self.served = True
+        self.deadline = now + answer_deadline
 
     def send(self, message: dict[str, Any]) -> None:
-        """One line to the client; a client that went away is noted, not fatal."""
+        """One line to the client, as much as it takes now; the rest waits
+        for flush(). A client that went away is noted, not fatal."""
         if self.gone:
             return
-        data = json.dumps({"version": PROTOCOL_VERSION, **message},
-                          separators=(",", ":")).encode() + b"\n"
-        try:
-            self.sock.settimeout(REQUEST_TIMEOUT_S)
-            self.sock.sendall(data)
-        except OSError:
-            self.gone = True
+        self._out += json.dumps({"version": PROTOCOL_VERSION, **message},
+                                separators=(",", ":")).encode() + b"\n"
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write what the client takes without waiting; True when all is sent
+        (or the client is gone)."""
+        while self._out and not self.gone:
+            try:
+                sent = self.sock.send(self._out, socket.MSG_NOSIGNAL)
+            except (BlockingIOError, InterruptedError):
+                return False
+            except OSError:
+                self.gone = True
+                break
+            del self._out[:sent]
+        return True
 
     def progress(self, **fields: Any) -> None:
         self.send({"type": "progress", **fields})
@@ -134,6 +259,6 @@ class ControlConnection:
                    "diagnostics": diagnostics or []})
 
     def close(self) -> None:
+        self.closed = True
         with contextlib.suppress(OSError):
-            self.file.close()
             self.sock.close()

@@ -36,6 +36,7 @@ from netcfg.applylock import apply_lock
 from netcfg.client import socket_path
 from netcfg.compile import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config
 from netcfg.compile.model import Model
+from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, render_timeout_from_env
 from netcfg.confirm import run_dir
 from netcfg.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
 from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
@@ -44,7 +45,8 @@ from netcfg.kernel.session import KernelSession
 from netcfg.plan.lower import lower
 
 from netcfgd import logs, service
-from netcfgd.control import ControlServer, ProtocolError
+from netcfgd.control import (ANSWER_DEADLINE_S, MAX_CLIENTS, REQUEST_DEADLINE_S,
+                             ControlConnection, ControlServer, ProtocolError)
 from netcfgd.dirty import DirtySet
 from netcfgd.hooks import NamespaceHooks
 from netcfgd.notify import Notifier
@@ -69,6 +71,8 @@ class Options:
     resync: float = 600.0             # full pass every this many seconds
     verbose: bool = False
     event_buffer: int = EVENT_RCVBUF  # bytes; tests make it small to force ENOBUFS
+    render_timeout: float = DEFAULT_RENDER_TIMEOUT_S   # seconds; under WatchdogSec
+    request_deadline: float = REQUEST_DEADLINE_S       # a client's whole request
 
 
 class Daemon:
@@ -78,7 +82,8 @@ class Daemon:
         self.log = log
         self.notifier = notifier
         self.hooks = hooks
-        self.source = ConfigSource(path=options.config, variables=options.variables)
+        self.source = ConfigSource(path=options.config, variables=options.variables,
+                                   render_timeout=options.render_timeout)
         self.config_errors: list[str] = []
         self.config_loaded_at: float | None = None
         self.dirty = DirtySet(options.debounce, options.cap)
@@ -95,6 +100,10 @@ class Daemon:
         self.session: KernelSession | None = None
         self.reconciler: Reconciler | None = None
         self.control: ControlServer | None = None
+        # Control clients whose request is being read or answer written
+        # (control.py): the loop waits on them, never for them.
+        self.clients: set[ControlConnection] = set()
+        self._selector: selectors.BaseSelector | None = None
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -135,7 +144,8 @@ class Daemon:
                 path=STDIN, stdin_text=json.dumps(left["previous"])))
             self.source = ConfigSource(path=source["path"],
                                        variables=dict(source.get("variables") or {}),
-                                       stdin_text=source.get("stdin_text"))
+                                       stdin_text=source.get("stdin_text"),
+                                       render_timeout=self.options.render_timeout)
         except (KeyError, TypeError, ConfigInvalid) as e:
             self.log.error(f"{self.trials.path} is unreadable ({type(e).__name__}: {e}); "
                            f"starting from the config instead")
@@ -167,6 +177,8 @@ class Daemon:
     def close(self) -> None:
         if self.reconciler is not None:
             self.reconciler.hooks.close()
+        for conn in self.clients:
+            conn.close()
         for thing in (self.control, self.events, self.watch, self.session):
             if thing is not None:
                 with contextlib.suppress(OSError):
@@ -204,7 +216,7 @@ class Daemon:
 
     def run(self) -> None:
         assert self.events and self.watch and self.control and self._wakeup
-        selector = selectors.DefaultSelector()
+        selector = self._selector = selectors.DefaultSelector()
         selector.register(self.events, selectors.EVENT_READ, self._on_events)
         selector.register(self.watch, selectors.EVENT_READ, self._on_netns_dir)
         selector.register(self.control, selectors.EVENT_READ, self._on_control)
@@ -216,7 +228,8 @@ class Daemon:
                 deadlines = [next_resync]
                 trial = self.trials.current
                 for t in (self.dirty.deadline(), self.reconciler.next_wakeup()[0],
-                          trial.deadline if trial is not None else None):
+                          trial.deadline if trial is not None else None,
+                          min((c.deadline for c in self.clients), default=None)):
                     if t is not None:
                         deadlines.append(t)
                 due = self.notifier.watchdog_due(now)
@@ -233,6 +246,7 @@ class Daemon:
                     self.reload_requested = False
                     self.reload()
                 now = time.monotonic()
+                self._drop_late_clients(now)
                 trial = self.trials.current
                 if trial is not None and now >= trial.deadline:
                     self.end_trial(f"no confirmation within {trial.seconds:g} s")
@@ -326,21 +340,44 @@ class Daemon:
             self._wakeup[0].recv(4096)
 
     def _on_control(self) -> None:
-        assert self.control
-        conn = self.control.accept()
-        if conn is None:
-            return
-        try:
+        """New clients: registered, and served once their request is whole
+        (_on_client); a client never makes the loop wait."""
+        assert self.control and self._selector
+        while True:
+            conn = self.control.accept(time.monotonic(), self.options.request_deadline)
+            if conn is None:
+                return
             if conn.uid != ROOT_UID:
                 self.log.warning(f"control: refused uid {conn.uid} (pid {conn.pid}): "
                                  f"only root may talk to netcfgd")
                 conn.error("netcfgd talks to root only: run netcfg as root")
-                return
-            try:
-                request = conn.read_request()
-            except ProtocolError as e:
-                conn.error(str(e))
-                return
+                self._finish(conn)
+            elif len(self.clients) >= MAX_CLIENTS:
+                self.log.warning(f"control: refused pid {conn.pid}: {MAX_CLIENTS} clients "
+                                 f"are being served already")
+                conn.error(f"netcfgd is busy with {MAX_CLIENTS} other clients; try again")
+                self._finish(conn)
+            else:
+                self.clients.add(conn)
+                self._selector.register(conn, selectors.EVENT_READ,
+                                        lambda conn=conn: self._on_client(conn))
+
+    def _on_client(self, conn: ControlConnection) -> None:
+        if conn.closed:
+            return           # dropped earlier in this round of the loop
+        try:
+            request = conn.receive()
+        except ProtocolError as e:
+            if not (conn.gone and conn.received == 0):   # not a probe that only connected
+                self.log.warning(f"control: bad request from pid {conn.pid}: {e}")
+            conn.error(str(e))
+            self._finish(conn)
+            return
+        if request is None:
+            return           # not whole yet
+        assert self._selector is not None
+        self._selector.unregister(conn)
+        try:
             started = time.monotonic()
             service.handle(self, conn, request)
             self.log.info(f"control: {request['command']} for pid {conn.pid} served in "
@@ -351,6 +388,40 @@ class Daemon:
             conn.error(f"netcfgd internal error: {type(e).__name__}: {e} (see its log)",
                        EXIT_INTERNAL)
         finally:
+            self._finish(conn)
+
+    def _finish(self, conn: ControlConnection) -> None:
+        """Close ``conn`` once its answer is taken; until then the loop
+        writes it as the client reads (EVENT_WRITE), up to a deadline."""
+        assert self._selector is not None
+        if conn in self.clients:
+            with contextlib.suppress(KeyError):
+                self._selector.unregister(conn)
+        if conn.flush():
+            self.clients.discard(conn)
+            conn.close()
+            return
+        conn.answering(time.monotonic())
+        self.clients.add(conn)
+        self._selector.register(conn, selectors.EVENT_WRITE,
+                                lambda conn=conn: self._finish(conn))
+
+    def _drop_late_clients(self, now: float) -> None:
+        """Clients past their deadline: a request not whole in time, or an
+        answer not taken. Told why when they can take it, and logged."""
+        assert self._selector is not None
+        for conn in [c for c in self.clients if now >= c.deadline]:
+            self.clients.discard(conn)
+            with contextlib.suppress(KeyError):
+                self._selector.unregister(conn)
+            if conn.served:
+                why = f"its answer was not read within {ANSWER_DEADLINE_S:g} seconds"
+            else:
+                why = (f"no whole request within {conn.request_deadline:g} seconds "
+                       f"({conn.received} bytes)")
+                conn.error(f"netcfgd dropped this connection: {why}")
+            self.log.warning(f"control: dropped pid {conn.pid}: {why}",
+                             extra={"NETCFG_CLIENT_PID": conn.pid})
             conn.close()
 
     # ---------------------------------------------------------------- config
@@ -504,6 +575,10 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                         help="full reconcile every SECONDS even without events (default 600)")
     parser.add_argument("--event-buffer", type=int, default=EVENT_RCVBUF,
                         help=argparse.SUPPRESS)
+    parser.add_argument("--render-timeout", type=float, default=render_timeout_from_env(),
+                        metavar="SECONDS", help="stop a template that renders for longer; keep "
+                        "it under the unit's WatchdogSec (default: $NETCFG_RENDER_TIMEOUT or "
+                        f"{DEFAULT_RENDER_TIMEOUT_S:g})")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = parser.parse_args(argv)
     variables: dict[str, Any] = {}
@@ -519,6 +594,10 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                       run_dir=args.run_dir, netns_dir=args.netns_dir, debounce=args.debounce,
                       cap=args.cap, resync=args.resync, verbose=args.verbose,
                       event_buffer=args.event_buffer)
+    if not 0 < args.render_timeout < float("inf"):
+        parser.error(f"--render-timeout expects a positive number of seconds, "
+                     f"got {args.render_timeout}")
+    options.render_timeout = args.render_timeout
     return options
 
 

@@ -20,14 +20,19 @@ if TYPE_CHECKING:
     from netcfgd.main import Daemon
 
 
-def source_from_request(request: dict[str, Any]) -> ConfigSource:
+def source_from_request(daemon: "Daemon", request: dict[str, Any]) -> ConfigSource:
+    """The client's config (its field types were checked by control.parse_request),
+    rendered under the daemon's own time limit: the loop is the daemon's."""
     raw = request.get("source") or {}
     if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
         raise NetcfgError('the request has no "source" with a "path"')
     variables = raw.get("variables") or {}
+    if not isinstance(variables, dict):
+        raise NetcfgError('"source.variables" must be an object')
     stdin_text = raw.get("stdin_text")
     return ConfigSource(path=raw["path"], variables=dict(variables),
-                        stdin_text=stdin_text if isinstance(stdin_text, str) else None)
+                        stdin_text=stdin_text if isinstance(stdin_text, str) else None,
+                        render_timeout=daemon.options.render_timeout)
 
 
 def diagnostics(error: ConfigInvalid) -> list[str]:
@@ -66,7 +71,7 @@ def reload(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -
 def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
     """`netcfg apply` through the daemon: compile the client's config here,
     apply it (progress streams back), and keep it as the config to enforce."""
-    source = source_from_request(request)
+    source = source_from_request(daemon, request)
     compiled = compile_config(source)
     dry_run = bool(request.get("dry_run"))
     confirm = request.get("confirm")
@@ -131,7 +136,7 @@ def query(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) ->
     """`netcfg query --check` through the daemon: a dry run of the client's config."""
     from netcfg.drift import explain
 
-    compiled = compile_config(source_from_request(request))
+    compiled = compile_config(source_from_request(daemon, request))
     result = apply(compiled.model, daemon.session, dry_run=True,
                    lower_enabled=request.get("lower", "auto") == "auto")
     lines = []

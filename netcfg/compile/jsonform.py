@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from netcfg.compile.location import SourceLocation
@@ -19,6 +20,10 @@ from netcfg.kinds import registry
 from netcfg.schema import group_attributes, value_checker
 
 FORMAT_VERSION = 1
+# How deeply a JSON config (a model, vars.json) may nest. Python's reader
+# gives up near 1000 levels with a RecursionError, and the checks after it
+# recurse too; nothing a config means needs more than a few levels.
+MAX_JSON_DEPTH = 64
 # Interface members that are not attributes.
 _IFACE_FIELDS = ("name", "kind", "netns", "auto", "inet", "inet6")
 _SECTIONS = {"netns": NETNS, "volumes": VOLUME, "targets": TARGET}
@@ -56,10 +61,8 @@ def _with_netns(obj: ConfigObject) -> dict[str, Any]:
 def model_from_json(text: str, filename: str, report: Report) -> Model:
     """Objects from a JSON document; cross-object checks come later."""
     model = Model()
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        report.error(SourceLocation(filename, e.lineno), f"not valid JSON: {e.msg}")
+    doc = load_json(text, filename, report)
+    if doc is None:
         return model
     lines = _NameLines(text, filename)
     if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION:
@@ -70,14 +73,25 @@ def model_from_json(text: str, filename: str, report: Report) -> Model:
     for key in sorted(unknown):
         report.error(lines.find(key), f"unknown top-level key '{key}'"
                      f"{did_you_mean(key, ['interfaces', *_SECTIONS])}", key)
-    for item in doc.get("interfaces", []):
+    interfaces = doc.get("interfaces", [])
+    if not isinstance(interfaces, list):
+        report.error(lines.find("interfaces"), '"interfaces" must be a list', "interfaces")
+        interfaces = []
+    for item in interfaces:
         obj = _iface_from_json(item, lines, report)
         if obj is not None:
             model.interfaces[obj.key] = obj
     for key, section in _SECTIONS.items():
-        for name, attrs in (doc.get(key) or {}).items():
+        objects = doc.get(key) or {}
+        if not isinstance(objects, dict):
+            report.error(lines.find(key), f'"{key}" must be an object of NAME: {{...}}', key)
+            continue
+        for name, attrs in objects.items():
             attrs = dict(attrs) if isinstance(attrs, dict) else {}
             netns = attrs.pop("netns", "") if section == TARGET else ""
+            if not isinstance(netns, str):
+                report.error(lines.find(name), f"{name}: netns must be a name", "netns")
+                continue
             obj = ConfigObject(section=section, name=name, kind=section, netns=netns,
                                loc=lines.find(name))
             _set_attributes(obj, attrs, report)
@@ -85,8 +99,74 @@ def model_from_json(text: str, filename: str, report: Report) -> Model:
     return model
 
 
+def load_json(text: str, filename: str, report: Report) -> Any:
+    """The value of a JSON config text, or None with a located error: not
+    JSON, nested past MAX_JSON_DEPTH, or a number too long to read."""
+    too_deep = False
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        report.error(SourceLocation(filename, e.lineno), f"not valid JSON: {e.msg}")
+        return None
+    except RecursionError:
+        too_deep = True           # deeper than Python's reader goes: located below
+    except ValueError as e:       # an integer past sys.get_int_max_str_digits()
+        report.error(SourceLocation(filename, _long_number_line(text)),
+                     f"not valid JSON: {e}")
+        return None
+    if too_deep or json_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        report.error(SourceLocation(filename, _too_deep_line(text, MAX_JSON_DEPTH)),
+                     f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects")
+        return None
+    return value
+
+
+def json_depth(value: Any, limit: int) -> int:
+    """How deeply ``value`` nests (a scalar: 0), counted up to ``limit + 1``.
+    Iterative: a value nested too deep for recursion is what it looks for."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _too_deep_line(text: str, limit: int) -> int:
+    """The line where ``text`` first opens its ``limit + 1``-th level (1 if
+    it never does: then the reader stopped for another reason)."""
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, match.start()) + 1
+        elif token in "]}":
+            depth -= 1
+    return 1
+
+
+def _long_number_line(text: str) -> int:
+    match = re.search(r"[0-9]{%d}" % max(sys.get_int_max_str_digits(), 1), text)
+    return text.count("\n", 0, match.start()) + 1 if match else 1
+
+
 def _iface_from_json(item: Any, lines: "_NameLines", report: Report) -> ConfigObject | None:
-    if not isinstance(item, dict) or "name" not in item or "kind" not in item:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
+            or not isinstance(item.get("kind"), str):
         report.error(lines.find("interfaces"), "each interface needs \"name\" and \"kind\"")
         return None
     loc = lines.find(item["name"])
@@ -94,6 +174,9 @@ def _iface_from_json(item: Any, lines: "_NameLines", report: Report) -> ConfigOb
     if item["kind"] not in kinds:
         report.error(loc, f"{item['name']}: kind '{item['kind']}' is not one of "
                      f"{', '.join(sorted(kinds))}", "kind")
+        return None
+    if not isinstance(item.get("netns", ""), str):
+        report.error(loc, f"{item['name']}: netns must be a name", "netns")
         return None
     obj = ConfigObject(section=IFACE, name=item["name"], kind=item["kind"],
                        netns=item.get("netns", ""), loc=loc, auto=bool(item.get("auto")))

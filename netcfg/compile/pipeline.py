@@ -9,7 +9,6 @@ enforces it). ``compile_config`` raises ConfigInvalid with every error found.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import sys
 from dataclasses import dataclass, field
@@ -17,11 +16,11 @@ from importlib import resources
 from typing import Any
 
 from netcfg.compile.build import build_objects
-from netcfg.compile.jsonform import model_from_json
+from netcfg.compile.jsonform import load_json, model_from_json
 from netcfg.compile.location import SourceLocation
 from netcfg.compile.model import Model
 from netcfg.compile.parser import parse
-from netcfg.compile.render import RenderedSource, Renderer
+from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
 from netcfg.compile.validate import finish_model
 from netcfg.errors import ConfigInvalid, Diagnostic, Report
 from netcfg.gcpause import gc_paused
@@ -39,6 +38,7 @@ class ConfigSource:
     path: str = DEFAULT_CONFIG
     variables: dict[str, Any] = field(default_factory=dict)  # --set, over vars.json
     stdin_text: str | None = None  # the text when path is "-"
+    render_timeout: float | None = DEFAULT_RENDER_TIMEOUT_S  # seconds for all templates
 
     @property
     def directory(self) -> str:
@@ -63,12 +63,9 @@ def load_variables(source: ConfigSource) -> dict[str, Any]:
     variables: dict[str, Any] = {}
     path = os.path.join(source.directory, VARS_FILE)
     if os.path.isdir(source.path) and os.path.exists(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                loaded = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ConfigInvalid([Diagnostic(SourceLocation(path, e.lineno),
-                                            f"not valid JSON: {e.msg}")]) from None
+        report = Report()
+        loaded = load_json(_read(path), path, report)
+        report.raise_if_errors()
         if not isinstance(loaded, dict):
             raise ConfigInvalid([Diagnostic(SourceLocation(path, 1),
                                             "expected a JSON object of template variables")])
@@ -82,7 +79,7 @@ def make_renderer(source: ConfigSource) -> Renderer:
     local_lib = os.path.join(source.directory, "lib")
     if os.path.isdir(local_lib):
         lib_dirs.insert(0, local_lib)  # the operator's defs win over shipped ones
-    return Renderer(lib_dirs, load_variables(source))
+    return Renderer(lib_dirs, load_variables(source), source.render_timeout)
 
 
 def render_config(source: ConfigSource, renderer: Renderer | None = None) -> list[RenderedSource]:
@@ -142,6 +139,9 @@ def _read(path: str) -> str:
             return f.read()
     except OSError as e:
         raise ConfigInvalid([Diagnostic(SourceLocation(path, 0), e.strerror or str(e))]) from None
+    except UnicodeDecodeError as e:
+        raise ConfigInvalid([Diagnostic(SourceLocation(path, 0), f"not UTF-8 text: {e}")]) \
+            from None
 
 
 def read_stdin() -> str:

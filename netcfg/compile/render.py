@@ -10,11 +10,21 @@ that produced it.
 
 Files with no Mako syntax at all skip Mako: that is faster, and the mapping is
 exact (the identity) without any bookkeeping.
+
+A template is code, and code can loop for ever or try to end the process:
+rendering runs under a time limit (RenderLimit, SIGALRM), and whatever a
+template raises, BaseExceptions included (SystemExit, GeneratorExit, its own
+KeyboardInterrupt), becomes an error located at the template's line. A real
+Ctrl-C still interrupts. Why a signal and not a child process: docs/security.md.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import threading
+import time
 from dataclasses import dataclass
 from sys import _getframe
 
@@ -37,6 +47,87 @@ _MAKO_LINE = re.compile(r"^[ \t]*(?:%|##)", re.MULTILINE)
 _MAKO_FILEPOS = re.compile(r" (?:in file '.*' )?at line: \d+ char: \d+$", re.DOTALL)
 _MAKO_NAME_ERROR = re.compile(r"^'(\w+)' is not defined$")
 _EXPRESSION = re.compile(r"\$\{.*?\}|<%.*?%?>")
+
+# Seconds a whole config may take to render (--render-timeout,
+# $NETCFG_RENDER_TIMEOUT). The biggest benchmark renders in ~40 ms; netcfgd
+# reloads in its loop, and systemd's watchdog (WatchdogSec=30s) must never
+# be what stops an endless template.
+DEFAULT_RENDER_TIMEOUT_S = 10.0
+RENDER_TIMEOUT_ENV = "NETCFG_RENDER_TIMEOUT"
+# After the limit, the signal comes again this often: a template that
+# catches the first one (`except BaseException`) gets the next.
+_REARM_S = 0.05
+
+
+def render_timeout_from_env(default: float = DEFAULT_RENDER_TIMEOUT_S) -> float:
+    """$NETCFG_RENDER_TIMEOUT when it is a positive number of seconds, else ``default``."""
+    try:
+        value = float(os.environ.get(RENDER_TIMEOUT_ENV, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+class RenderTimeout(BaseException):
+    """Raised into a template that ran past the limit. A BaseException, so a
+    template's `except Exception` cannot swallow it."""
+
+
+class RealInterrupt(BaseException):
+    """Ctrl-C (SIGINT) arrived while a template ran: not the template's doing."""
+
+
+class RenderLimit:
+    """A deadline for rendering, enforced with SIGALRM while a template runs.
+
+    Signals reach only the main thread, which is where the CLI and netcfgd
+    compile; elsewhere the limit is not enforced (nothing else can stop a
+    Python thread). While armed, a SIGINT that would raise KeyboardInterrupt
+    is told apart from a template raising one itself.
+    """
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds if seconds else None
+        self.active = False
+        self.interrupted = False
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def __enter__(self) -> "RenderLimit":
+        self._saved = None
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        old_int = signal.getsignal(signal.SIGINT)
+        self._saved = (signal.getsignal(signal.SIGALRM), old_int)
+        self.active = True
+        if self.deadline is not None:
+            signal.signal(signal.SIGALRM, self._on_alarm)
+            left = max(self.deadline - time.monotonic(), 0.001)
+            signal.setitimer(signal.ITIMER_REAL, left, _REARM_S)
+        if old_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._on_interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.active = False   # first: a signal from here on raises nothing
+        if self._saved is None:
+            return
+        if self.deadline is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        alarm, interrupt = self._saved
+        signal.signal(signal.SIGALRM, alarm)
+        signal.signal(signal.SIGINT, interrupt)
+
+    def _on_alarm(self, _signum: int, _frame: object) -> None:
+        if self.active and self.expired():
+            raise RenderTimeout()
+
+    def _on_interrupt(self, _signum: int, _frame: object) -> None:
+        self.interrupted = True
+        if self.active:
+            raise RealInterrupt()
 
 
 def uses_mako(text: str) -> bool:
@@ -314,9 +405,12 @@ class Renderer:
     compiled once and their line maps kept for every file that uses them.
     """
 
-    def __init__(self, lib_dirs: list[str], variables: dict):
+    def __init__(self, lib_dirs: list[str], variables: dict,
+                 timeout: float | None = DEFAULT_RENDER_TIMEOUT_S):
         self.lib_dirs = list(lib_dirs)
         self.variables = dict(variables)
+        # One budget for every file this compile renders (sourced ones too).
+        self.limit = RenderLimit(timeout)
         # id(module globals) -> line map. Each entry holds that dict, so an id
         # cannot be reused while its entry exists.
         self._modules: dict[int, _ModuleLines] = {}
@@ -344,23 +438,31 @@ class Renderer:
             return RenderedSource(name, text, None)
         fallback = SourceLocation(name, 1)
         template = None
+        limit = self.limit
         try:
-            template = Template(
-                text=text,
-                filename=name,
-                uri=_MAIN_URI_PREFIX + name,
-                lookup=self._lookup,
-                strict_undefined=True,
-            )
-            self._register(template)
-            buffer = _LineBuffer(self, fallback)
-            # Variables go in twice: into the Context (plain ${name} lookups) and
-            # as keyword arguments, which is how `<%page args="vlans=4094"/>`
-            # receives them; without the latter, page args keep their defaults.
-            template.render_context(Context(buffer, **self.variables), **self.variables)
+            if limit.expired():
+                raise RenderTimeout()
+            with limit:
+                template = Template(
+                    text=text,
+                    filename=name,
+                    uri=_MAIN_URI_PREFIX + name,
+                    lookup=self._lookup,
+                    strict_undefined=True,
+                )
+                self._register(template)
+                buffer = _LineBuffer(self, fallback)
+                # Variables go in twice: into the Context (plain ${name} lookups) and
+                # as keyword arguments, which is how `<%page args="vlans=4094"/>`
+                # receives them; without the latter, page args keep their defaults.
+                template.render_context(Context(buffer, **self.variables), **self.variables)
         except (mako_exceptions.SyntaxException, mako_exceptions.CompileException) as e:
             raise ConfigInvalid([self._compile_error(e, name)]) from None
-        except Exception as e:
+        except RealInterrupt:
+            raise KeyboardInterrupt from None
+        except BaseException as e:   # noqa: BLE001 - whatever a template raises is its error
+            if limit.interrupted:
+                raise KeyboardInterrupt from None   # Ctrl-C, even if a template caught it
             raise ConfigInvalid([self._runtime_error(e, fallback)]) from None
         finally:
             if template is not None:
@@ -405,7 +507,7 @@ class Renderer:
         message = _MAKO_FILEPOS.sub("", str(e))
         return _diagnostic(SourceLocation(file, max(e.lineno, 1)), type(e).__name__, message, text)
 
-    def _runtime_error(self, e: Exception, fallback: SourceLocation) -> Diagnostic:
+    def _runtime_error(self, e: BaseException, fallback: SourceLocation) -> Diagnostic:
         """Locate an exception raised while rendering at the innermost template line."""
         where = None
         tb = e.__traceback__
@@ -416,6 +518,16 @@ class Renderer:
             tb = tb.tb_next
         kind = type(e).__name__
         message = str(e)
+        if isinstance(e, RenderTimeout):
+            kind = "timeout"
+            message = (f"rendering took longer than {self.limit.seconds:g} s (--render-timeout, "
+                       f"${RENDER_TIMEOUT_ENV}): an endless loop? it was here")
+        elif isinstance(e, SystemExit):
+            message = (f"the template called sys.exit({e.code!r}); a template can only write "
+                       f"text or raise an error")
+        elif not isinstance(e, Exception):
+            message = (f"{message + '; ' if message else ''}a template must not raise a "
+                       f"BaseException other than an error")
         undefined = _MAKO_NAME_ERROR.match(message) if isinstance(e, NameError) else None
         if undefined:
             message = f"name {message}"  # Python's own wording
