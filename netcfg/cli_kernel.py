@@ -252,7 +252,19 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
         print(f"applied: {summary['operations']} operations in {summary['batches']} batches, "
               f"{summary['requests']} netlink requests, verified (by netcfgd)"
               + (", confirmed" if trial is not None else ""))
-    return EXIT_OK
+    return _storage_report(answer.get("storage") or {})
+
+
+def _storage_report(storage: dict[str, Any]) -> int:
+    """What netcfgd did to serve the applied volumes and targets; exit 5 when
+    it could not serve some (the network is applied all the same)."""
+    from netcfg.errors import EXIT_STORAGE_FAILED
+
+    for change in storage.get("changes") or ():
+        print(f"storage: {change}")
+    for error in storage.get("errors") or ():
+        print(f"netcfg: storage: {error}", file=sys.stderr)
+    return EXIT_STORAGE_FAILED if storage.get("errors") else EXIT_OK
 
 
 # How often a waiting `apply --confirm` asks netcfgd whether its trial ended.

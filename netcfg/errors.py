@@ -19,6 +19,7 @@ EXIT_INVALID_CONFIG = 1
 EXIT_USAGE = 2
 EXIT_APPLY_FAILED_REVERTED = 3
 EXIT_REVERT_FAILED = 4
+EXIT_STORAGE_FAILED = 5     # the network applied; netcfgd could not serve some storage
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,7 @@ def main() -> int:
     with open(backing, "wb") as f:
         for _ in range(256):
             f.write(os.urandom(1 << 20))
+    os.chmod(backing, 0o600)   # the data path refuses a backing others can read
     dp.add_volume("bench", backing)
     levels = [int(x) for x in a.levels.split(",")]
     results = {n: [] for n in levels}

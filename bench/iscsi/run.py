@@ -184,6 +184,7 @@ def main() -> int:
     with open(backing, "wb") as f:   # real data, read once so both serve from page cache
         for _ in range(a.size_mib):
             f.write(os.urandom(1 << 20))
+    os.chmod(backing, 0o600)   # the data path refuses a backing others can read
     targets = [Ours(so, backing, a.threads), Tgt(backing)]
     if a.compare_sync:
         targets += [Ours(so, backing, a.threads, v) for v in VARIANTS]

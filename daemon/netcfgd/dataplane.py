@@ -4,9 +4,13 @@ multi-namespace iSCSI target, and reads CHAP secret files safely.
 
     service = TargetService(Dataplane(threads=None))
     service.add_namespace(netns_dir.open("t1"))        # a netcfg.kernel.ns.Netns
-    service.apply(compiled.model)                      # volumes, targets, portals
+    outcome = service.apply(compiled.model)            # volumes, targets, portals
+    outcome.changes, outcome.errors                    # what was done, what was refused
 
-See docs/dataplane.md for the API underneath.
+A volume whose backing or block size changes is re-opened (its LUNs serve
+the new one); a changed size is applied online (initiators get CAPACITY DATA
+HAS CHANGED), a shrink refused while its targets have sessions. One object's
+error never stops the others. See docs/dataplane.md for the API underneath.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from netcfg.compile.model import ConfigObject, Model
 from netcfg.errors import NetcfgError
 
 DEFAULT_PORT = 3260
+DEFAULT_MAX_CONNECTIONS = 64     # per target: the data path's TARGET_CONNECTIONS
 
 
 class DataplaneError(NetcfgError):
@@ -45,6 +50,16 @@ class TargetSpec:
     chap_file: str | None = None
     mutual_chap_file: str | None = None
     where: str = ""
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+
+
+@dataclass
+class Outcome:
+    """What one `TargetService.apply` did and what it could not do, each a
+    line for the operator naming the volume, target or portal."""
+
+    changes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +72,34 @@ class Secrets:
     def __repr__(self) -> str:
         users = [p[0] for p in (self.chap, self.mutual_chap) if p]
         return f"Secrets(users={users})"
+
+
+# The data path's limits (docs/dataplane.md "Memory and connection limits"):
+# Dataplane keyword, environment variable of netcfgd, and whether it is a size.
+BUDGETS = (("write_budget", "NETCFGD_STORAGE_MEMORY", True),
+           ("netns_write_budget", "NETCFGD_STORAGE_NETNS_MEMORY", True),
+           ("netns_connections", "NETCFGD_STORAGE_NETNS_CONNECTIONS", False))
+
+
+def budgets_from_environment(env: Any) -> dict[str, int]:
+    """Dataplane keyword arguments from NETCFGD_STORAGE_* (unset: the
+    data path's defaults). A bad value is an error that names it."""
+    from netcfg.compile.values import parse_size
+
+    found = {}
+    for keyword, variable, is_size in BUDGETS:
+        text = env.get(variable)
+        if text is None:
+            continue
+        try:
+            value = parse_size(text) if is_size else int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            example = "1G or 512M" if is_size else "a number like 256"
+            raise DataplaneError(f"{variable}={text!r} is not {example}")
+        found[keyword] = value
+    return found
 
 
 def split_portal(portal: str) -> tuple[str, int]:
@@ -84,6 +127,7 @@ def target_spec(obj: ConfigObject) -> TargetSpec:
         chap_file=obj.attrs.get("chap-secret-file"),
         mutual_chap_file=obj.attrs.get("mutual-chap-secret-file"),
         where=str(obj.where("chap-secret-file")) if "chap-secret-file" in obj.attrs else "",
+        max_connections=obj.attrs.get("max-connections", DEFAULT_MAX_CONNECTIONS),
     )
 
 
@@ -162,39 +206,95 @@ class TargetService:
         self.namespaces.pop(name, None)
         self.portals = {p for p in self.portals if p[0] != name}
 
-    def apply(self, model: Model) -> None:
-        """Make the data path serve exactly the model's volumes and targets.
-        Portals are opened only in namespaces already added."""
+    def apply(self, model: Model) -> Outcome:
+        """Make the data path serve the model's volumes and targets, as far
+        as each can be: an object that fails is reported in the outcome and
+        tried again by the next call, and the others are served. Portals are
+        opened only in namespaces already added."""
+        out = Outcome()
         volumes = {name: volume_spec(o) for name, o in model.volumes.items()}
         targets = {(o.netns, o.name): target_spec(o) for o in model.targets.values()}
         for name, spec in volumes.items():
             if self.volumes.get(name) != spec:
-                if spec.size is not None:
-                    # `size` asks netcfgd to create the sparse file when it is
-                    # missing: its directory too (root only: tenants' data).
-                    os.makedirs(os.path.dirname(spec.backing) or ".", mode=0o700, exist_ok=True)
-                self._call(f"volume {name}", self.dp.add_volume, name, spec.backing,
-                           size=spec.size, block_size=spec.block_size)
-                self.volumes[name] = spec
+                self._apply_volume(name, spec, out)
         for key, spec in targets.items():
-            secrets = read_secrets(spec)
-            self._call(f"target {spec.iqn}", self.dp.set_target, spec.netns, spec.iqn, spec.luns,
-                       allow=list(spec.allow), chap=secrets.chap, mutual_chap=secrets.mutual_chap)
+            missing = [v for v in spec.luns.values() if v not in self.volumes]
+            if missing:
+                out.errors.append(f"target {spec.iqn}: not served: volume {', '.join(missing)} "
+                                  f"cannot be opened (see above)")
+                continue
+            try:
+                secrets = read_secrets(spec)
+                self._call(f"target {spec.iqn}", self.dp.set_target, spec.netns, spec.iqn,
+                           spec.luns, allow=list(spec.allow), chap=secrets.chap,
+                           mutual_chap=secrets.mutual_chap, max_connections=spec.max_connections)
+            except DataplaneError as e:
+                out.errors.append(str(e))
+                continue
             self.targets[key] = spec
         for key in set(self.targets) - set(targets):
             self.dp.remove_target(*key)
             del self.targets[key]
-        wanted = {(s.netns, addr, port) for s in targets.values() for addr, port in s.portals
-                  if s.netns in self.namespaces}
+        wanted = {(s.netns, addr, port) for key, s in targets.items() for addr, port in s.portals
+                  if s.netns in self.namespaces and key in self.targets}
         for netns, addr, port in sorted(self.portals - wanted):
             self.dp.remove_portal(netns, addr, port)
+            self.portals.discard((netns, addr, port))
         for netns, addr, port in sorted(wanted - self.portals):
             where = f"namespace {netns}" if netns else "the host's namespace"
-            self._call(f"portal {addr}:{port} in {where}", self.dp.add_portal, netns, addr, port)
-        self.portals = wanted
+            try:
+                self._call(f"portal {addr}:{port} in {where}", self.dp.add_portal, netns, addr,
+                           port)
+            except DataplaneError as e:
+                out.errors.append(str(e))
+                continue
+            self.portals.add((netns, addr, port))
         for name in set(self.volumes) - set(volumes):
-            self._call(f"volume {name}", self.dp.remove_volume, name)
+            try:
+                self._call(f"volume {name}", self.dp.remove_volume, name)
+            except DataplaneError as e:
+                out.errors.append(str(e))
+                continue
             del self.volumes[name]
+            out.changes.append(f"volume {name}: closed")
+        return out
+
+    def _apply_volume(self, name: str, spec: VolumeSpec, out: Outcome) -> None:
+        """Open a new volume, re-open one whose backing or block size
+        changed, or resize one whose size changed (online)."""
+        old = self.volumes.get(name)
+        if old is None or (old.backing, old.block_size) != (spec.backing, spec.block_size):
+            if spec.size is not None:
+                # `size` asks netcfgd to create the sparse file when it is
+                # missing: its directory too (root only: tenants' data).
+                try:
+                    os.makedirs(os.path.dirname(spec.backing) or ".", mode=0o700,
+                                exist_ok=True)
+                except OSError as e:
+                    out.errors.append(f"volume {name}: cannot create the directory of "
+                                      f"{spec.backing}: {e.strerror}")
+                    return
+            try:
+                self._call(f"volume {name}", self.dp.add_volume, name, spec.backing,
+                           size=spec.size, block_size=spec.block_size)
+            except DataplaneError as e:
+                still = f"; still serving {old.backing}" if old is not None else ""
+                out.errors.append(f"{e}{still}")
+                return
+            out.changes.append(f"volume {name}: opened {spec.backing}" if old is None else
+                               f"volume {name}: re-opened: backing {old.backing} -> "
+                               f"{spec.backing}")
+        elif spec.size is not None and spec.size != old.size:
+            try:
+                before, after = self.dp.resize_volume(name, spec.size)
+            except (OSError, ValueError) as e:
+                out.errors.append(str(e))
+                return
+            bs = spec.block_size
+            verb = "grown" if after > before else "shrunk" if after < before else "kept"
+            out.changes.append(f"volume {name}: {verb} online from {before * bs} to "
+                               f"{after * bs} bytes")
+        self.volumes[name] = spec
 
     @staticmethod
     def _call(what: str, fn, *args, **kwargs) -> None:

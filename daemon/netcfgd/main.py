@@ -494,6 +494,10 @@ class Daemon:
         if source.stdin_text is None:
             self.source = source
         self.reconciler.map_nsids()
+        if desired.volumes or desired.targets or getattr(self.reconciler.hooks, "service", None):
+            # Serve (or stop) the storage it asks for now, so the apply can
+            # say what was done and what was refused (storage.py), not only a log.
+            self.run_pass(sorted({o.netns for o in desired.targets.values()}))
         self.notifier.status(self.reconciler.summary())
         trial = None
         if confirm is not None and result.plan.batches:

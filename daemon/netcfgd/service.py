@@ -96,7 +96,15 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
     conn.result(summary=result.summary(), plan=result.plan.to_json() if request.get("json")
                 else None, plan_text=result.plan.to_text() if dry_run else None,
                 warnings=[w.format() for w in compiled.warnings],
-                trial=trial.to_json() if trial is not None else None)
+                trial=trial.to_json() if trial is not None else None,
+                storage=None if dry_run else _storage_outcome(daemon))
+
+
+def _storage_outcome(daemon: "Daemon") -> dict[str, Any]:
+    """What serving the applied volumes and targets did (netcfgd/storage.py)."""
+    hooks = daemon.reconciler.hooks if daemon.reconciler is not None else None
+    return {"changes": list(getattr(hooks, "changes", ())),
+            "errors": list(getattr(hooks, "errors", ()))}
 
 
 def confirm(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:

@@ -16,14 +16,24 @@ LUN) touches that target only; other tenants' sessions go on
 (`TargetService.apply` calls the data path only for what changed).
 
 A storage error (a CHAP secret file with the wrong owner, a backing file
-that cannot be opened, a portal address the namespace does not have) never
-stops the daemon or the network reconcile: it is logged, shown by
-`netcfg status`, and tried again after the next pass.
+that cannot be opened, a shrink under live sessions, a portal address the
+namespace does not have) never stops the daemon, the network reconcile or
+the other targets: it is logged, shown by `netcfg status`, returned to a
+`netcfg apply` through netcfgd (exit 5), and tried again after the next pass.
+What was changed (a volume re-opened, grown online) is logged and returned
+to the apply the same way.
+
+Limits on what initiators may make the data path hold (docs/dataplane.md
+"Memory and connection limits") come from the environment of netcfgd (its
+unit file): NETCFGD_STORAGE_MEMORY (write data waiting for Data-Out, all
+tenants; default 1G), NETCFGD_STORAGE_NETNS_MEMORY (per namespace; 256M),
+NETCFGD_STORAGE_NETNS_CONNECTIONS (per namespace; 256).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable
 
 from netcfg.compile.model import Model
@@ -42,6 +52,8 @@ class StorageHooks(NamespaceHooks):
         self.model: Model | None = None
         self.ready: set[str] = set()          # namespaces configured by a pass
         self.error: str | None = None
+        self.errors: list[str] = []           # of the last after_pass that ran
+        self.changes: list[str] = []          # what the last after_pass that ran did
         # What the last successful after_pass served: a pass that changed
         # none of it (most passes: one repaired address) costs nothing here,
         # instead of re-reading every target's secret files.
@@ -75,6 +87,8 @@ class StorageHooks(NamespaceHooks):
             return
         if self._served == self._state():
             return
+        errors: list[str] = []
+        self.changes = []
         try:
             if self.service is None:
                 self.service = _start_dataplane()
@@ -82,17 +96,22 @@ class StorageHooks(NamespaceHooks):
             for name in self.service.namespaces_needed(model):
                 if name in self.ready and name not in self.service.namespaces:
                     self.service.add_namespace(self.open_netns(name))
-            self.service.apply(model)
+            outcome = self.service.apply(model)
+            errors, self.changes = outcome.errors, outcome.changes
         except (NetcfgError, OSError, ValueError) as e:
-            if str(e) != self.error:
-                self.log.error(f"storage: {e}; other targets and the network are not "
+            errors = [str(e)]
+        for change in self.changes:
+            self.log.info(f"storage: {change}")
+        for error in errors:
+            if error not in self.errors:
+                self.log.error(f"storage: {error}; other targets and the network are not "
                                f"affected; retried after the next pass")
-            self.error = str(e)
-            return
-        if self.error is not None:
+        if self.errors and not errors:
             self.log.info("storage: serving every target again")
-        self.error = None
-        self._served = self._state()
+        self.errors = errors
+        self.error = "; ".join(errors) or None
+        if not errors:
+            self._served = self._state()
 
     def _state(self) -> tuple:
         """What after_pass depends on: the config, the configured namespaces
@@ -109,11 +128,19 @@ class StorageHooks(NamespaceHooks):
 
     def status_json(self) -> dict[str, Any]:
         if self.service is None:
-            return {"running": False, "error": self.error, "targets": []}
+            return {"running": False, "error": self.error, "errors": self.errors,
+                    "changes": self.changes, "targets": []}
         sessions = self.service.sessions()
+        stats = self.service.dp.stats()
+        used, limit = stats["write_budget"]
         return {
             "running": True,
             "error": self.error,
+            "errors": self.errors,
+            "changes": self.changes,
+            "volumes": [{"name": name, "bytes": blocks * block_size}
+                        for name, (blocks, block_size) in sorted(stats["volumes"].items())],
+            "write_budget": {"used": used, "limit": limit},
             "targets": [{"iqn": spec.iqn, "netns": spec.netns,
                          "portals": [f"{a}:{p}" for a, p in spec.portals],
                          "serving": spec.netns in self.service.namespaces,
@@ -128,6 +155,6 @@ def _where(name: str) -> str:
 
 def _start_dataplane() -> Any:
     from netcfgd import _dataplane
-    from netcfgd.dataplane import TargetService
+    from netcfgd.dataplane import TargetService, budgets_from_environment
 
-    return TargetService(_dataplane.Dataplane())
+    return TargetService(_dataplane.Dataplane(**budgets_from_environment(os.environ)))

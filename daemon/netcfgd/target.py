@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 
@@ -20,7 +21,7 @@ from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, NetcfgError
 from netcfg.kernel.ns import NetnsDir
 
-from netcfgd.dataplane import DataplaneError, TargetService
+from netcfgd.dataplane import DataplaneError, TargetService, budgets_from_environment
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -30,6 +31,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--netns-dir", default="/run/netns", help="where named namespaces are (default /run/netns)")
     p.add_argument("--ping-idle", type=float, default=10.0, help="seconds before an idle connection gets a NOP-In")
     p.add_argument("--stats-on-exit", action="store_true", help="print stats() as JSON when stopping")
+    p.add_argument("--memory", metavar="SIZE", help="write data waiting for Data-Out, all namespaces "
+                   "(default 1G; as NETCFGD_STORAGE_MEMORY)")
+    p.add_argument("--netns-memory", metavar="SIZE", help="the same per namespace (default 256M)")
+    p.add_argument("--netns-connections", metavar="N", help="connections per namespace (default 256)")
     return p.parse_args(argv)
 
 
@@ -40,8 +45,11 @@ def serve(args: argparse.Namespace) -> int:
     model = compiled.model
     if not model.targets:
         raise DataplaneError(f"{args.config}: no target stanzas; nothing to serve")
+    flags = {"NETCFGD_STORAGE_MEMORY": args.memory, "NETCFGD_STORAGE_NETNS_MEMORY": args.netns_memory,
+             "NETCFGD_STORAGE_NETNS_CONNECTIONS": args.netns_connections}
+    budgets = budgets_from_environment({**os.environ, **{k: v for k, v in flags.items() if v}})
     netns_dir = NetnsDir(args.netns_dir)
-    dp = Dataplane(threads=args.threads, ping_idle=args.ping_idle)
+    dp = Dataplane(threads=args.threads, ping_idle=args.ping_idle, **budgets)
     service = TargetService(dp)
     held = []
     try:
@@ -49,7 +57,9 @@ def serve(args: argparse.Namespace) -> int:
             netns = netns_dir.open(name)
             held.append(netns)
             service.add_namespace(netns)
-        service.apply(model)
+        outcome = service.apply(model)
+        if outcome.errors:
+            raise DataplaneError("; ".join(outcome.errors))
         for (netns, iqn), spec in sorted(service.targets.items()):
             where = f"netns {netns}" if netns else "host netns"
             portals = ", ".join(f"{a}:{p}" for a, p in spec.portals)
@@ -76,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     except NetcfgError as e:
         print(f"netcfgd.target: {e}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
-    except OSError as e:
+    except (OSError, ValueError, OverflowError) as e:
+        # The data path's own refusals (a size it cannot hold, a bad value)
+        # are said, never a traceback.
         print(f"netcfgd.target: {e}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
 

@@ -6,6 +6,7 @@
         lun 0 db1
         allow-initiator iqn.2024-01.com.example:t1.host1
         chap-secret-file /etc/netcfg/secrets/t1.chap
+        max-connections 16   # sessions at once (default 64); more are refused
 
 The stanza's name is the target's iSCSI name (RFC 3720 3.2.6.3: iqn., eui.
 or naa. form). One listener per (namespace, portal) serves every target

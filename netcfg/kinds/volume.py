@@ -16,6 +16,10 @@ from netcfg.kinds.base import Kind
 
 BACKING, SIZE = "backing", "size"
 SECTOR = 512  # the block layer's unit; iSCSI and ublk both count in it
+# The largest file Linux can address (off_t), in whole sectors: what the
+# data path can serve. A file system may allow less (ext4: 16T); that is
+# found when netcfgd creates or grows the file, and reported then.
+MAX_SIZE = (1 << 63) - SECTOR
 
 
 class Volume(Kind):
@@ -41,6 +45,11 @@ class Volume(Kind):
             report.error(obj.where(SIZE),
                          f"{obj.label()}: {SIZE} {size} bytes is not a positive multiple of "
                          f"{SECTOR}-byte sectors; use a size like 10G or 512M", SIZE)
+        elif size is not None and size > MAX_SIZE:
+            report.error(obj.where(SIZE),
+                         f"{obj.label()}: {SIZE} {size} bytes is more than a Linux file can "
+                         f"hold ({MAX_SIZE} bytes, 8E less one sector); use a size like 10G or "
+                         f"2T", SIZE)
 
     def check_model(self, model: Model, report) -> None:
         _check_shared_backing(model, report)

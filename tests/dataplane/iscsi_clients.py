@@ -3,6 +3,7 @@ a named namespace, and a namespace with one address on lo."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 IQN = "iqn.2024-01.org.netcfg.test"
@@ -96,3 +97,79 @@ def read_pdu(sock) -> tuple[bytes, bytes]:
 
 def login_status(bhs: bytes) -> int:
     return int.from_bytes(bhs[36:38], "big")
+
+
+def scsi_pdu(cdb: bytes, itt: int, cmdsn: int, edtl: int = 0, read: bool = False,
+             write: bool = False, data: bytes = b"") -> bytes:
+    """A SCSI Command PDU (F set; R/W as asked) with optional immediate data."""
+    bhs = bytearray(48)
+    bhs[0] = 0x01
+    bhs[1] = 0x80 | (0x40 if read else 0) | (0x20 if write else 0) | 0x01   # SIMPLE task
+    bhs[5:8] = len(data).to_bytes(3, "big")
+    bhs[16:20] = itt.to_bytes(4, "big")
+    bhs[20:24] = edtl.to_bytes(4, "big")
+    bhs[24:28] = cmdsn.to_bytes(4, "big")
+    bhs[32:32 + len(cdb)] = cdb
+    return bytes(bhs) + data + b"\0" * (-len(data) % 4)
+
+
+class Session:
+    """A raw iSCSI session over one socket (login straight to full feature
+    phase, RFC defaults): for what libiscsi's one-shot clients cannot show,
+    such as a unit attention seen by a session that was there before."""
+
+    def __init__(self, addr: str, target: str, port: int = 3260, initiator: str = INITIATOR):
+        import socket
+        self.sock = socket.create_connection((addr, port), timeout=10)
+        self.sock.sendall(login_pdu(initiator, target))
+        status = login_status(read_pdu(self.sock)[0])
+        if status:
+            self.sock.close()
+            raise ConnectionRefusedError(f"login refused: 0x{status:04x}")
+        self.cmdsn, self.itt = 1, 1
+
+    def command(self, cdb: bytes, edtl: int = 0, read: bool = False) -> tuple[int, bytes, bytes]:
+        """Run one command: (status, sense, Data-In)."""
+        self.itt += 1
+        self.sock.sendall(scsi_pdu(cdb, self.itt, self.cmdsn, edtl, read=read))
+        self.cmdsn += 1
+        data = b""
+        while True:
+            bhs, seg = read_pdu(self.sock)
+            if bhs[0] & 0x3f == 0x25:                       # Data-In
+                data += seg
+                if bhs[1] & 0x01:                           # S: status is here
+                    return bhs[3], b"", data
+            elif bhs[0] & 0x3f == 0x21:                     # SCSI Response
+                sense = seg[2:2 + int.from_bytes(seg[:2], "big")] if seg else b""
+                return bhs[3], sense, data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def read_capacity16(session: Session) -> tuple[int, bytes, int]:
+    """(status, sense, bytes) from READ CAPACITY(16)."""
+    cdb = bytes([0x9e, 0x10]) + bytes(8) + (32).to_bytes(4, "big") + bytes(2)
+    status, sense, data = session.command(cdb, 32, read=True)
+    if status or len(data) < 12:
+        return status, sense, 0
+    return status, sense, (int.from_bytes(data[:8], "big") + 1) * int.from_bytes(data[8:12], "big")
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise LookupError(f"no VmRSS for pid {pid}")
+
+
+def iops(target_url: str, netns: str | None = None, seconds: int = 3) -> float:
+    """4 KiB random reads, 32 in flight, for `seconds` (libiscsi's iscsi-perf):
+    the last running average it printed."""
+    r = run(["timeout", "-s", "INT", str(seconds), "iscsi-perf", "-r", "-m", "32", "-b", "8",
+             target_url], netns=netns, timeout=seconds + 15)
+    # "00:00:02 - lba 28492, iops current 69803 (272 MB/s), iops average 115036 ..."
+    found = re.findall(r"iops average (\d+)", r.stdout)
+    return float(found[-1]) if found else 0.0

@@ -107,6 +107,45 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
+/// Who may own a backing and how open it may be: tenants' data is ours
+/// alone (docs/security.md). A regular file: owned by the user we run as,
+/// no access for group or others (like CHAP secret files). A block device:
+/// owned by that user, nothing for others (its group is the system's disk
+/// group by convention).
+fn backing_policy(path: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    // SAFETY: geteuid has no preconditions.
+    let us = unsafe { libc::geteuid() };
+    let shown = path.display();
+    let refuse = |msg: String| Err(io::Error::new(io::ErrorKind::PermissionDenied, msg));
+    let owner = if us == 0 { "root".to_string() } else { format!("uid {us}") };
+    if meta.uid() != us {
+        return refuse(format!("{shown} is owned by uid {}, not {owner}: another user could read or change the \
+                               tenant's data; chown {} {shown} if it is the right file", meta.uid(), if us == 0 { "root:root".to_string() } else { us.to_string() }));
+    }
+    let mode = meta.mode() & 0o7777;
+    let too_open = if meta.file_type().is_block_device() { mode & 0o007 } else { mode & 0o077 };
+    if too_open != 0 {
+        let fix = if meta.file_type().is_block_device() { format!("chmod o-rwx {shown}") } else { format!("chmod 600 {shown}") };
+        return refuse(format!("{shown} has mode {mode:04o}: other users could read or change the tenant's data; {fix}"));
+    }
+    Ok(())
+}
+
+/// An open error said for an operator.
+fn open_error(path: &Path, e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ELOOP) => format!(
+            "{} is a symbolic link, which is never followed (anyone who can change the link could swap the \
+             tenant's disk); name the file itself: backing $(readlink -f {})",
+            path.display(),
+            path.display()
+        ),
+        _ if e.kind() == io::ErrorKind::PermissionDenied && e.raw_os_error().is_none() => e.to_string(),
+        _ => format!("cannot open {}: {e}", path.display()),
+    }
+}
+
 /// FNV-1a: stable volume serials and NAA identifiers from names.
 fn fnv1a(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
@@ -232,8 +271,15 @@ impl Dataplane {
         }
     }
 
-    /// Open (or create, sparse, when `size` is given and the file is missing)
-    /// a backing file or block device as a volume.
+    /// Open (or create, sparse, 0600, when `size` is given and the file is
+    /// missing) a backing file or block device as a volume. The backing must
+    /// not be a symbolic link, must be ours (owned by the user we run as) and
+    /// private (`backing_policy`). An existing file shorter than `size` is
+    /// grown to it; a longer one is refused (shrinking drops data).
+    ///
+    /// A name already served is re-opened: the new unit replaces the old at
+    /// every LUN that exported it (their nexuses get MEDIUM MAY HAVE
+    /// CHANGED) and the old one is closed when its last command ends.
     pub fn add_volume(&self, name: &str, path: &Path, size: Option<u64>, block_size: u32, read_only: bool) -> io::Result<()> {
         let h = fnv1a(name);
         let opts = LuOptions {
@@ -244,10 +290,67 @@ impl Dataplane {
             // NAA 3: locally assigned (SPC-4 7.8.6.6.3).
             naa: (3u64 << 60) | (h & 0x0fff_ffff_ffff_ffff),
         };
-        let lu = LogicalUnit::open(path, opts)
-            .map_err(|e| io::Error::new(e.kind(), format!("volume {name}: cannot open {}: {e}", path.display())))?;
-        self.registry.add_volume(name, Arc::new(lu));
+        let lu = LogicalUnit::open_checked(path, opts, |meta| backing_policy(path, meta))
+            .map_err(|e| io::Error::new(e.kind(), format!("volume {name}: {}", open_error(path, &e))))?;
+        if let Some(size) = size.filter(|_| lu.is_file()) {
+            let bytes = lu.blocks() * u64::from(block_size);
+            let wanted = size - size % u64::from(block_size);
+            if bytes > wanted {
+                return Err(invalid(format!(
+                    "volume {name}: {} is {bytes} bytes, more than size {wanted}; shrinking would drop its end: \
+                     set size to {bytes} (or truncate the file yourself)",
+                    path.display()
+                )));
+            }
+            if bytes < wanted && !read_only {
+                lu.resize(wanted).map_err(|e| io::Error::new(e.kind(), format!("volume {name}: cannot grow {} to {wanted} bytes: {e}", path.display())))?;
+            }
+        }
+        let lu = Arc::new(lu);
+        let maps = self.lun_maps.lock().unwrap_or_else(|e| e.into_inner());
+        self.registry.add_volume(name, lu.clone());
+        // A re-opened volume: its targets serve the new unit from now on.
+        for ((netns, iqn), luns) in maps.iter() {
+            let Some(entry) = self.registry.target_entry_if_exists(netns, iqn) else { continue };
+            for (lun, vol) in luns {
+                if vol == name {
+                    registry::write(&entry.block_sizes).insert(*lun, lu.block_size());
+                    entry.scsi.add_lun(*lun, lu.clone());
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Resize a served file-backed volume to `size` bytes (re-read a block
+    /// device's size), online: every LUN exporting it reports CAPACITY DATA
+    /// HAS CHANGED. A shrink is refused while any such target has sessions.
+    /// Returns (blocks before, blocks after).
+    pub fn resize_volume(&self, name: &str, size: u64) -> io::Result<(u64, u64)> {
+        let lu = self.registry.volume(name).ok_or_else(|| invalid(format!("volume {name} is not added")))?;
+        let before = lu.blocks();
+        let bs = u64::from(lu.block_size());
+        let after_bytes = size - size % bs;
+        let targets: Vec<_> = self.registry.targets().into_iter().filter(|t| t.scsi.exports(&lu)).collect();
+        if lu.is_file() && after_bytes < before * bs {
+            if let Some(t) = targets.iter().find(|t| t.sessions.load(Ordering::Relaxed) > 0) {
+                return Err(invalid(format!(
+                    "volume {name}: not shrunk from {} to {after_bytes} bytes: target {} has {} live session(s), \
+                     whose initiators may use the blocks cut off; log them out first, or keep size {}",
+                    before * bs,
+                    t.iqn,
+                    t.sessions.load(Ordering::Relaxed),
+                    before * bs
+                )));
+            }
+        }
+        let after = lu.resize(after_bytes).map_err(|e| io::Error::new(e.kind(), format!("volume {name}: cannot resize to {after_bytes} bytes: {e}")))?;
+        if after != before {
+            for t in &targets {
+                t.scsi.capacity_changed(&lu);
+            }
+        }
+        Ok((before, after))
     }
 
     pub fn remove_volume(&self, name: &str) -> io::Result<()> {

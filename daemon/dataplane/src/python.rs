@@ -22,6 +22,8 @@ use crate::registry::{Access, Secret};
 fn to_py(e: io::Error) -> PyErr {
     match e.kind() {
         io::ErrorKind::InvalidInput => PyValueError::new_err(e.to_string()),
+        // Our own messages (already saying the path and the cause).
+        _ if e.raw_os_error().is_none() => PyOSError::new_err(e.to_string()),
         _ => PyOSError::new_err((e.raw_os_error().unwrap_or(0), e.to_string())),
     }
 }
@@ -140,6 +142,15 @@ impl PyDataplane {
         let dp = self.inner.clone();
         let name = name.to_string();
         py.allow_threads(move || dp.add_volume(&name, &path, size, block_size, read_only)).map_err(to_py)
+    }
+
+    /// Resize a served volume to `size` bytes, online (initiators get
+    /// CAPACITY DATA HAS CHANGED); a shrink is refused while its targets
+    /// have sessions. Returns (blocks before, blocks after).
+    fn resize_volume(&self, py: Python<'_>, name: &str, size: u64) -> PyResult<(u64, u64)> {
+        let dp = self.inner.clone();
+        let name = name.to_string();
+        py.allow_threads(move || dp.resize_volume(&name, size)).map_err(to_py)
     }
 
     fn remove_volume(&self, name: &str) -> PyResult<()> {

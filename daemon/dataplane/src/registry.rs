@@ -239,6 +239,11 @@ impl Registry {
         (t, true)
     }
 
+    /// The target entry for (netns, iqn), if there is one.
+    pub fn target_entry_if_exists(&self, netns: &str, iqn: &str) -> Option<Arc<TargetEntry>> {
+        read(&self.targets).get(&(netns.to_string(), iqn.to_string())).cloned()
+    }
+
     pub fn remove_target(&self, netns: &str, iqn: &str) -> Option<Arc<TargetEntry>> {
         let t = write(&self.targets).remove(&(netns.to_string(), iqn.to_string()));
         if let Some(t) = &t {
