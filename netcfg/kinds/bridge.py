@@ -29,6 +29,11 @@ class Bridge(Kind):
     # VLAN table; re-creating is clearer and is what ifupdown2 does.
     immutable_attributes = frozenset({"bridge-vlan-aware"})
     kernel_bytes = 60_000
+    # The kernel sets a bridge's MTU to its smallest port's when a port joins,
+    # unless the MTU was set by a change after creation (BROPT_MTU_SET_BY_USER;
+    # one given in the create request does not count): the diff sets it once
+    # the ports are in (plan/diff.py _KindInfo.create_time).
+    mtu_follows_ports = True
 
     def complete(self, obj: ConfigObject, report) -> None:
         if obj.attrs.get("bridge-ports") == ["none"]:
@@ -54,6 +59,8 @@ class Bridge(Kind):
             seen.add(port)
             if port == obj.name:
                 continue  # reported as a cycle by the dependency check
+            _check_port(obj, model.iface(obj.netns, port), report)
+        _warn_mtu_above_ports(obj, model, report)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
         if not vlan_aware:
             for attribute in ("bridge-vids", "bridge-pvid", "bridge-access",
@@ -75,6 +82,41 @@ class Bridge(Kind):
             # untagged VLAN 1 on every port (kernel default_pvid 1).
             params["default_pvid"] = 0
         return params
+
+
+def _check_port(bridge: ConfigObject, port: ConfigObject | None, report) -> None:
+    """Devices the kernel never enslaves to a bridge (br_add_if)."""
+    if port is None:
+        return
+    if port.kind == "loopback":
+        why = "the loopback device is not an Ethernet port (EINVAL)"
+    elif port.kind == bridge.kind:
+        why = "a bridge cannot be a port of another bridge (ELOOP); join them with a veth pair"
+    else:
+        return
+    report.error(bridge.where("bridge-ports"),
+                 f"{bridge.label()}: bridge-ports names {port.name}: {why}", "bridge-ports")
+
+
+def _warn_mtu_above_ports(bridge: ConfigObject, model: Model, report) -> None:
+    """The kernel keeps a bridge MTU set above its ports' (netcfg sets it
+    after they join, see mtu_follows_ports); frames that big from the bridge
+    itself are then dropped at the port, which is seldom what was meant."""
+    from netcfg.kinds.common import effective_mtu
+
+    mtu = bridge.attrs.get("mtu")
+    if mtu is None:
+        return
+    for name in bridge.attrs.get("bridge-ports", ()):
+        port = model.iface(bridge.netns, name)
+        port_mtu = effective_mtu(port, model) if port is not None else None
+        if port_mtu is not None and port_mtu < mtu:
+            report.warning(bridge.where("mtu"),
+                           f"{bridge.label()}: mtu {mtu} is above port {name}'s {port_mtu}; "
+                           f"the kernel allows it, but frames over {port_mtu} bytes that "
+                           f"the bridge sends out {name} are dropped. Give the ports "
+                           f"'mtu {mtu}' too", "mtu")
+            return
 
 
 KIND = Bridge()

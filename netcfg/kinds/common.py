@@ -15,7 +15,14 @@ from __future__ import annotations
 import ipaddress
 
 from netcfg.compile.model import IFACE, ConfigObject, Model
-from netcfg.kinds.base import MASTER, ROUTE_DEV, Reference, Trait
+from netcfg.kinds import registry
+from netcfg.kinds.base import LOWER, MASTER, PORT, ROUTE_DEV, Reference, Trait
+
+ETH_MAX_MTU = 65535    # most devices' max_mtu; lo and vrf say otherwise (kind.max_mtu)
+ETH_DATA_LEN = 1500    # what ether_setup gives a new device, a portless bridge included
+IPV6_MIN_MTU = 1280    # below it the kernel turns IPv6 off on the device
+LOOPBACK = "lo"
+DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
 
 
 class Common(Trait):
@@ -51,8 +58,11 @@ class Common(Trait):
 
     def check_model(self, model: Model, report) -> None:
         _check_address_conflicts(model, report)
+        _check_loopback_names(model, report)
+        _check_routes(model, report)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
+        _check_mtu(obj, model, report)
         families = [ipaddress.ip_address(g).version for g in obj.attrs.get("gateway", ())]
         for version in set(families):
             if families.count(version) > 1:
@@ -97,6 +107,223 @@ def _check_address_conflicts(model: Model, report) -> None:
                              f"{obj.label()}: address {ip} is also on {first.name} "
                              f"({first.where('address')}); an address belongs to one interface "
                              f"per namespace and VRF", "address")
+
+
+def is_up(obj: ConfigObject) -> bool:
+    """Up once applied: on an auto line and not link-down (plan/diff.is_up)."""
+    return obj.auto and not obj.attrs.get("link-down")
+
+
+def _related(obj: ConfigObject, model: Model, role: str) -> list[ConfigObject]:
+    """The objects ``obj`` names in ``role`` (its lower device, its ports)."""
+    found = []
+    for hook in registry.hooks_overriding(obj.kind, "references"):
+        for ref in hook.references(obj):
+            if ref.role == role:
+                target = model.iface(ref.netns, ref.name)
+                if target is not None:
+                    found.append(target)
+    return found
+
+
+def effective_mtu(obj: ConfigObject, model: Model, depth: int = 0) -> int | None:
+    """The MTU the device has once applied, or None where the config does not
+    decide it: written, else the kernel's for the kind (a vlan or macvlan
+    takes its lower device's at creation; a bridge with ports takes its
+    smallest port's as they join, so when exactly is a matter of the plan's
+    order: None). A physical port's is the hardware's: None."""
+    mtu = obj.attrs.get("mtu")
+    if mtu is not None or depth > 8:  # deeper is a cycle, reported elsewhere
+        return mtu
+    try:
+        kind = registry.kind(obj.kind)
+    except KeyError:
+        return None
+    if getattr(kind, "mtu_from_lower", False):
+        lower = _related(obj, model, LOWER)
+        return effective_mtu(lower[0], model, depth + 1) if lower else None
+    if getattr(kind, "mtu_follows_ports", False):
+        return None if _related(obj, model, PORT) else ETH_DATA_LEN
+    return getattr(kind, "default_mtu", None)
+
+
+def _check_mtu(obj: ConfigObject, model: Model, report) -> None:
+    """The MTU relations the kernel enforces: a device's own maximum, a vlan or
+    macvlan no bigger than its lower device, and IPv6 needs 1280."""
+    attrs = obj.attrs
+    mtu = attrs.get("mtu")
+    kind = registry.kind(obj.kind)
+    if mtu is not None:
+        limit = getattr(kind, "max_mtu", ETH_MAX_MTU)
+        if mtu > limit:
+            report.error(obj.where("mtu"),
+                         f"{obj.label()}: mtu {mtu} is above a {obj.kind}'s maximum, {limit}",
+                         "mtu")
+        if getattr(kind, "mtu_from_lower", False):
+            _check_lower_mtu(obj, mtu, model, report)
+    six = [a for a in attrs.get("address", ()) if ":" in a]
+    if not six:
+        return
+    if attrs.get("disable-ipv6"):
+        report.error(obj.where("address"),
+                     f"{obj.label()}: IPv6 address {six[0]} on an interface with "
+                     f"'disable-ipv6 yes'; the kernel refuses it. Remove one of them",
+                     "address")
+        return
+    if mtu is None and getattr(kind, "mtu_from_lower", False):
+        mtu = effective_mtu(obj, model)
+    if mtu is not None and mtu < IPV6_MIN_MTU:
+        report.error(obj.where("address"),
+                     f"{obj.label()}: IPv6 address {six[0]} on an interface whose MTU is {mtu}; "
+                     f"the kernel turns IPv6 off below {IPV6_MIN_MTU} and refuses the address. "
+                     f"Raise the mtu to {IPV6_MIN_MTU} or more", "address")
+
+
+def _check_lower_mtu(obj: ConfigObject, mtu: int, model: Model, report) -> None:
+    lowers = _related(obj, model, LOWER)
+    if not lowers:
+        return
+    lower = lowers[0]
+    lower_mtu = effective_mtu(lower, model)
+    if lower_mtu is None:
+        follows = getattr(registry.kind(lower.kind), "mtu_follows_ports", False)
+        if follows and mtu > ETH_DATA_LEN:
+            report.error(obj.where("mtu"),
+                         f"{obj.label()}: mtu {mtu} on {lower.name}, a bridge whose mtu is not "
+                         f"written: its MTU follows its ports as they join, and may still be "
+                         f"{ETH_DATA_LEN} when {obj.name} is made. Write 'mtu {mtu}' (or more) "
+                         f"on {lower.name}", "mtu")
+        return
+    if mtu > lower_mtu:
+        said = (f"mtu {lower_mtu} at {lower.where('mtu')}" if "mtu" in lower.attrs
+                else f"the kernel's {lower_mtu} for a new {lower.kind}")
+        report.error(obj.where("mtu"),
+                     f"{obj.label()}: mtu {mtu} is bigger than its lower device {lower.name}'s "
+                     f"({said}); the kernel refuses a {obj.kind} bigger than the device it "
+                     f"sits on. Lower this mtu or raise {lower.name}'s", "mtu")
+
+
+def _check_loopback_names(model: Model, report) -> None:
+    """Every namespace has its lo: a device netcfg would create by that name
+    (a veth's peer, a bridge) already exists there (EEXIST)."""
+    for netns in model.netns_names():
+        obj = model.iface(netns, LOOPBACK)
+        if obj is None or obj.kind == "loopback":
+            continue
+        try:
+            creatable = registry.kind(obj.kind).creatable
+        except KeyError:
+            continue
+        if creatable:
+            report.error(obj.loc,
+                         f"{obj.label()}: {LOOPBACK} is the namespace's loopback device, which "
+                         f"every namespace has; a {obj.kind} cannot have that name. Rename it",
+                         "veth-peer-name" if obj.implicit else None)
+
+
+def _routes(obj: ConfigObject):
+    """(attribute, route) of ``route`` and ``gateway`` (a default route)."""
+    for route in obj.attrs.get("route", ()):
+        yield "route", route
+    for gateway in obj.attrs.get("gateway", ()):
+        route = {"to": DEFAULT_ROUTE[ipaddress.ip_address(gateway).version], "via": gateway,
+                 "dev": obj.name}
+        if "vrf" in obj.attrs:
+            route["vrf"] = obj.attrs["vrf"]
+        yield "gateway", route
+
+
+def _check_routes(model: Model, report) -> None:
+    """What the kernel checks when a route is added: one route per prefix,
+    table and metric; an outgoing device that is up (ENETDOWN); a gateway on
+    a prefix of that device (fib_check_nh: "Nexthop has invalid gateway") or
+    link-local (IPv6), and never one of the namespace's own IPv6 addresses."""
+    with_routes = [o for o in model.interfaces.values()
+                   if "route" in o.attrs or "gateway" in o.attrs]
+    if not with_routes:
+        return
+    seen: dict[tuple, tuple[ConfigObject, str, dict]] = {}
+    local6: dict[str, set] = {}
+    for obj in sorted(with_routes, key=lambda o: o.loc):
+        for attribute, route in _routes(obj):
+            where = obj.where(attribute)
+            dev = model.iface(obj.netns, route.get("dev", obj.name))
+            table = (("table", route["table"]) if "table" in route
+                     else ("vrf", route["vrf"]) if "vrf" in route else None)
+            identity = (obj.netns, route["to"], table, route.get("metric"))
+            first = seen.setdefault(identity, (obj, attribute, route))
+            if first[2] is not route:
+                report.error(where,
+                             f"{obj.label()}: a route to {route['to']} is already written at "
+                             f"{first[0].where(first[1])}; the kernel keeps one route per "
+                             f"prefix, table and metric. Remove one, or give one a metric",
+                             attribute)
+                continue
+            if dev is None:
+                continue  # a dangling dev, reported with the references
+            if not is_up(dev):
+                why = ("it has 'link-down yes'" if dev.attrs.get("link-down")
+                       else f"no 'auto {dev.name}' line brings it up")
+                report.error(where,
+                             f"{obj.label()}: the route to {route['to']} goes out {dev.name}, "
+                             f"which stays down ({why}); the kernel refuses a route through a "
+                             f"device that is not up", attribute)
+                continue
+            via = route.get("via")
+            if via is not None:
+                _check_gateway(obj, attribute, route, dev, model, local6, report)
+
+
+def _check_gateway(obj: ConfigObject, attribute: str, route: dict, dev: ConfigObject,
+                   model: Model, local6: dict[str, set], report) -> None:
+    gateway = ipaddress.ip_address(route["via"])
+    where = obj.where(attribute)
+    if gateway.version == 6:
+        if gateway.is_link_local:
+            return  # on the link by definition
+        if obj.netns not in local6:
+            local6[obj.netns] = {ipaddress.ip_interface(a).ip
+                                 for (netns, _), o in model.interfaces.items()
+                                 if netns == obj.netns
+                                 for a in o.attrs.get("address", ()) if ":" in a}
+        if gateway in local6[obj.netns]:
+            report.error(where,
+                         f"{obj.label()}: gateway {gateway} of the route to {route['to']} is "
+                         f"an address of this namespace; the kernel refuses a local IPv6 "
+                         f"address as a gateway. Name the neighbour's address", attribute)
+            return
+    for address in dev.attrs.get("address", ()):
+        network = ipaddress.ip_interface(address).network
+        if network.version == gateway.version and gateway in network:
+            return
+    for other in _device_routes(dev, route, model):
+        if gateway in ipaddress.ip_network(other["to"]):
+            return
+    prefixes = [a for a in dev.attrs.get("address", ())
+                if ipaddress.ip_interface(a).version == gateway.version]
+    has = (f"whose {'IPv4' if gateway.version == 4 else 'IPv6'} prefixes are "
+           f"{', '.join(prefixes)}" if prefixes
+           else f"which has no IPv{gateway.version} address")
+    report.error(where,
+                 f"{obj.label()}: gateway {gateway} of the route to {route['to']} is on no "
+                 f"prefix of {dev.name}, {has}; the kernel refuses a gateway it cannot reach "
+                 f"directly. Give {dev.name} an address on the gateway's network, or a route "
+                 f"to it without 'via'", attribute)
+
+
+def _device_routes(dev: ConfigObject, route: dict, model: Model):
+    """Routes without a gateway through ``dev`` that the kernel looks in for
+    ``route``'s gateway: its own table's, then the main table's."""
+    table = route.get("table"), route.get("vrf")
+    for obj in model.interfaces.values():
+        if obj.netns != dev.netns or "route" not in obj.attrs:
+            continue
+        for other in obj.attrs["route"]:
+            if "via" in other or other.get("dev", obj.name) != dev.name:
+                continue
+            other_table = other.get("table"), other.get("vrf")
+            if other_table == (None, None) or other_table == table:
+                yield other
 
 
 TRAIT = Common()

@@ -18,6 +18,7 @@ class Dummy(Kind):
     name = "dummy"
     link_type = "dummy"
     info_kind = "dummy"
+    default_mtu = 1500  # ether_setup
 
 
 KIND = Dummy()

@@ -24,6 +24,8 @@ class Loopback(Kind):
     # The kernel's lo carries no IFLA_INFO_KIND; read-back recognises it by name.
     info_kind = None
     kernel_bytes = 0  # exists anyway; nothing to save or spend
+    default_mtu = 65536
+    max_mtu = 65575  # lo has no maximum of its own; the schema's
 
     def claims_name(self, name: str) -> bool:
         return name == NAME

@@ -36,6 +36,8 @@ class Macvlan(Kind):
     # Neither can be changed on a live macvlan.
     immutable_attributes = frozenset({RAW, RAW_NETNS, MODE})
     kernel_bytes = 40_000
+    # As a vlan: the lower device's MTU at creation, never bigger (EINVAL).
+    mtu_from_lower = True
 
     def complete(self, obj: ConfigObject, report) -> None:
         drop_own_netns(obj, RAW_NETNS)

@@ -84,6 +84,7 @@ class Veth(Kind):
     # Moving an end to another peer means a new pair.
     immutable_attributes = frozenset({PEER_NAME, PEER_NETNS})
     kernel_bytes = 45_000  # per side; a pair is ~90 kB (DESIGN.md)
+    default_mtu = 1500  # ether_setup; each end its own
 
     def references(self, obj: ConfigObject):
         key = peer_key(obj)
@@ -103,13 +104,19 @@ class Veth(Kind):
         return (peer,)
 
     def complete(self, obj: ConfigObject, report) -> None:
+        written = obj.locs.get(PEER_NETNS)
         drop_own_netns(obj, PEER_NETNS)
+        if written is not None:
+            # Remembered (without the value) so that complete_model infers the
+            # peer's namespace only where the config did not say it.
+            obj.locs[PEER_NETNS] = written
 
     def complete_model(self, model: Model, report) -> None:
         """A plain `iface eth0` stanza (in the peer's namespace) that a veth
         names as its peer is that peer: operators write the far end's
         addresses without repeating veth attributes, so it becomes a veth
         rather than a physical port that cannot exist there."""
+        _infer_peer_netns(model, report)
         for obj in list(model.interfaces.values()):
             if obj.kind != self.name or obj.implicit:
                 continue
@@ -165,6 +172,50 @@ class Veth(Kind):
     def create_params(self, obj: ConfigObject) -> dict:
         netns, name = peer_key(obj) or (obj.netns, "")
         return {"peer": name, "peer_netns": netns}
+
+
+def _infer_peer_netns(model: Model, report) -> None:
+    """veth-peer-netns left out, and the peer's name not declared in the
+    veth's namespace but in exactly one other: the peer's own stanza says
+    where it lives (its `netns`), so the pair is made across the two. Only a
+    stanza that can be this peer counts: a plain one (no kind of its own yet)
+    or a veth that names this one back."""
+    by_name: dict[str, list[ConfigObject]] | None = None
+    for obj in list(model.interfaces.values()):
+        if obj.kind != "veth" or obj.implicit or PEER_NETNS in obj.locs:
+            continue
+        name = obj.attrs.get(PEER_NAME)
+        if name is None or (obj.netns, name) in model.interfaces:
+            continue
+        if by_name is None:
+            by_name = {}
+            for other in model.interfaces.values():
+                if not other.implicit:
+                    by_name.setdefault(other.name, []).append(other)
+        candidates = [c for c in by_name.get(name, ()) if _could_be_peer(c, obj)]
+        if len(candidates) == 1:
+            peer = candidates[0]
+            obj.attrs[PEER_NETNS] = peer.netns
+            obj.locs[PEER_NETNS] = peer.where("netns")
+        elif candidates:
+            places = ", ".join(f"{netns_word(c.netns)} ({c.loc})" for c in candidates)
+            report.error(obj.where(PEER_NAME),
+                         f"{obj.label()}: {PEER_NAME} {name} is declared in several other "
+                         f"namespaces ({places}); say which end is this veth's peer with "
+                         f"'{PEER_NETNS} NS'", PEER_NAME)
+
+
+def _could_be_peer(candidate: ConfigObject, obj: ConfigObject) -> bool:
+    if candidate.netns == obj.netns:
+        return False
+    if candidate.kind == "physical":
+        return True
+    if candidate.kind != "veth" or candidate.attrs.get(PEER_NAME) != obj.name:
+        return False
+    back = peer_key(candidate)
+    # It names this veth back, or names a same-named device and leaves its
+    # own peer's namespace out too (then both are inferred, each from the other).
+    return back == obj.key or PEER_NETNS not in candidate.locs
 
 
 KIND = Veth()

@@ -61,6 +61,9 @@ class Vlan(Kind):
     # The kernel cannot change a VLAN device's id, lower or protocol.
     immutable_attributes = frozenset({RAW, RAW_NETNS, VID, PROTOCOL})
     kernel_bytes = 40_000
+    # Created with its lower device's MTU and never bigger (vlan_newlink,
+    # vlan_dev_change_mtu): see common.effective_mtu.
+    mtu_from_lower = True
 
     def claims_name(self, name: str) -> bool:
         return split_name(name) is not None

@@ -67,6 +67,7 @@ class Vrf(Kind):
     info_kind = "vrf"
     # The kernel has no way to move a VRF device to another table.
     immutable_attributes = frozenset({TABLE})
+    max_mtu = 65575  # IP6_MAX_MTU
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         table = obj.attrs.get(TABLE)

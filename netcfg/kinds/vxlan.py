@@ -49,6 +49,9 @@ class Vxlan(Kind):
     # The kernel refuses to change these on an existing vxlan device.
     immutable_attributes = frozenset({VNI, LOCAL, PORT, VNIFILTER})
     kernel_bytes = 42_000
+    # Without a lower device (netcfg writes none) the kernel leaves 1500 and
+    # allows up to 65535: it has no underlay MTU to subtract the overhead from.
+    default_mtu = 1500
 
     def complete(self, obj: ConfigObject, report) -> None:
         # A single address with no x-netcfg-syntax of its own: canonicalise here,

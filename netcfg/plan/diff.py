@@ -66,6 +66,7 @@ VNI_MAP, VNIFILTER = "bridge-vlan-vni-map", "vxlan-vnifilter"
 VLAN_TUNNEL = "vlan_tunnel"
 VRF, VRF_TABLE = "vrf", "vrf-table"
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
+LOOPBACK = "lo"  # every namespace has one from the start
 
 
 def diff(desired: Model, current: Model) -> list[Operation]:
@@ -299,7 +300,18 @@ class _KindInfo:
     def __post_init__(self) -> None:
         self.keep = HANDLED_ELSEWHERE | self.immutable
         self.paired = self.keep | self.own
-        self.created = self.paired | frozenset(CREATE_TIME_ATTRIBUTES)
+        self.created = self.paired | frozenset(self.create_time)
+
+    @property
+    def create_time(self) -> tuple[str, ...]:
+        """CREATE_TIME_ATTRIBUTES less the mtu of a kind whose MTU follows its
+        ports: the kernel (br_mtu_auto_adjust) replaces a bridge's MTU given
+        at creation with its smallest port's whenever a port joins, and keeps
+        one set by a later change; so that mtu is a link-set after the ports
+        are enslaved (planner.ADDITION_RULES)."""
+        if self.kind is not None and getattr(self.kind, "mtu_follows_ports", False):
+            return tuple(a for a in CREATE_TIME_ATTRIBUTES if a != "mtu")
+        return CREATE_TIME_ATTRIBUTES
 
 
 class _Side:
@@ -387,6 +399,13 @@ class _Diff:
             params = self.d.info(declared.kind).kind.create_params(declared) if (
                 declared is not None and self.d.info(declared.kind).kind) else {}
             self.ops.append(Operation(NETNS_ADD, ROOT_NETNS, name, params=params))
+            if (name, LOOPBACK) not in self.d.ifaces:
+                # A new namespace's lo is down, and with it every address of
+                # the namespace as seen from inside it (a portal, a service
+                # bound there): up, as ip netns users and container runtimes
+                # do. An `iface lo` in the namespace decides instead (it is
+                # diffed like any interface: down unless auto).
+                self.ops.append(Operation(LINK_UP, name, LOOPBACK))
         self.dead_netns = current - desired
         for name in sorted(self.dead_netns):
             self.ops.append(Operation(NETNS_DEL, ROOT_NETNS, name))
@@ -590,7 +609,7 @@ class _Diff:
             elif ref.role == PEER:
                 params.setdefault(PEER_PARAM, ref.name)
                 params.setdefault(PEER_NETNS_PARAM, ref.netns)
-        for attribute in CREATE_TIME_ATTRIBUTES:
+        for attribute in info.create_time:
             if attribute in obj.attrs:
                 params[attribute] = obj.attrs[attribute]
         return Operation(LINK_ADD, key[0], key[1], params=params)

@@ -65,6 +65,16 @@ def vrf_device(op: Operation) -> Iterable[Key]:
     return ((op.netns, vrf),) if vrf else ()
 
 
+def gateway_device(op: Operation) -> Iterable[Key]:
+    """A route through a gateway: the device it goes out of, whose routes
+    without a gateway may be what reaches the gateway."""
+    return same_device(op) if op.params.get("via") else ()
+
+
+def is_device_route(op: Operation) -> bool:
+    return not op.params.get("via")
+
+
 def link_settings(op: Operation) -> Iterable[Key]:
     """A link-set of link attributes (mtu, addr-gen-mode...): set them before
     the device is enslaved."""
@@ -92,6 +102,8 @@ class Rule:
     prerequisite: str
     relation: Relation
     applies_to: str = AFTER
+    # Only prerequisites this accepts count (None: all of the action's).
+    only: Callable[[Operation], bool] | None = None
 
 
 def _rules(dependents: Iterable[str], prerequisites: Iterable[str], relation: Relation,
@@ -110,6 +122,13 @@ ADDITION_RULES: tuple[Rule, ...] = (
     Rule(LINK_SET, LINK_ADD, same_device),
     Rule(MASTER_SET, LINK_SET, link_settings, BEFORE),
     Rule(LINK_SET, MASTER_SET, port_settings),
+    # A master's link attributes once its members are in: a bridge's MTU
+    # written before would be replaced by its smallest port's (the kernel's
+    # br_mtu_auto_adjust), one written after is kept.
+    Rule(LINK_SET, MASTER_SET, master_device, BEFORE),
+    # A vlan or macvlan may not be bigger than its lower device (EINVAL):
+    # the lower device's new MTU first.
+    Rule(LINK_ADD, LINK_SET, lower_device),
     # Enslave once both exist.
     Rule(MASTER_SET, LINK_ADD, same_device),
     Rule(MASTER_SET, LINK_ADD, master_device),
@@ -130,6 +149,9 @@ ADDITION_RULES: tuple[Rule, ...] = (
     # The kernel refuses a gateway that is not reachable on an up link.
     *_rules([ROUTE_ADD], [LINK_ADD, MASTER_SET, ADDR_ADD, LINK_UP], same_device),
     *_rules([ROUTE_ADD], [LINK_ADD, LINK_UP], vrf_device),
+    # A gateway the kernel reaches through a route without one (`route
+    # 10.7.0.0/24 dev eth0` for `via 10.7.0.1`): that route first.
+    Rule(ROUTE_ADD, ROUTE_ADD, gateway_device, only=is_device_route),
 )
 
 REMOVAL_RULES: tuple[Rule, ...] = (
@@ -301,9 +323,12 @@ def dependencies(ops: list[Operation], rules: Iterable[Rule]) -> list[tuple[int,
         # `target` operations are on the other end of the edge.
         source, target = ((rule.dependent, rule.prerequisite) if after
                           else (rule.prerequisite, rule.dependent))
+        only = rule.only
         for i in by_action.get(source, ()):
+            if only is not None and not after and not only(ops[i]):
+                continue
             for netns, name in rule.relation(ops[i]):
                 for j in on_device.get((target, netns, name), ()):
-                    if i != j:
+                    if i != j and (only is None or not after or only(ops[j])):
                         edges.add((j, i) if after else (i, j))
     return list(edges)

@@ -94,6 +94,7 @@ def test_same_model_gives_nothing():
 def test_everything_from_nothing():
     same(diff(rich_model(), Model()),
          (NETNS_ADD, "t1", "", {"nsid": 11}),
+         (LINK_UP, "lo", "", None, "t1"),   # a new namespace's lo, up by default
          (LINK_SET, "swp1", "", {"mtu": 9000}),
          (LINK_UP, "lo"), (LINK_UP, "swp1"), (LINK_UP, "swp2"),
          (ADDR_ADD, "lo", "10.255.0.1/32"),
@@ -225,7 +226,7 @@ def test_recreated_veth_pair_is_deleted_once():
                     iface("b", "veth", netns="t9", veth_peer_name="a", veth_peer_netns="",
                           auto=False))
     same(diff(desired, current),
-         (NETNS_ADD, "t9"),
+         (NETNS_ADD, "t9"), (LINK_UP, "lo", "", None, "t9"),
          (LINK_DEL, "a", "", {"peer": "b", "peer_netns": ""}),
          (LINK_ADD, "a", "", {"kind": "veth", "peer": "b", "peer_netns": "t9"}))
 

@@ -238,7 +238,7 @@ def test_plan_of_a_diff_and_of_its_reverse():
     current = _model(_iface("swp1", "physical"))
     assert layout(build_plan(diff(desired, current))) == [
         ["netns-add t1", "link-add br0", "link-set swp1"],
-        ["link-add veth-t1", "master-set swp1", "link-up br0"],
+        ["link-add veth-t1", "master-set swp1", "link-up br0", "link-up lo@t1"],
         ["vlan-add swp1", "addr-add eth0@t1 10.1.0.2/30", "link-up veth-t1", "link-up eth0@t1"],
         ["route-add eth0@t1 0.0.0.0/0"],   # swp1 is up already
     ]
