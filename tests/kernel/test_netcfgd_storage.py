@@ -7,6 +7,7 @@ Clients are libiscsi's (Debian's libiscsi-bin), run inside each namespace.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import textwrap
@@ -87,3 +88,93 @@ def test_a_tenant_deleted_from_outside_gets_a_fresh_listener(make_daemon, tmp_pa
     assert IQN.format(tenant="t1") in listed
     assert serving(daemon) == {"t1": True, "t2": True}
     assert discovered("t2"), "the other tenant kept its listener"
+
+
+# ------------------------------------------------------------ storage changes
+
+def _session_client():
+    """The raw iSCSI session of the data path tier (tests/dataplane): a
+    session that lives across an apply, which libiscsi's one-shot clients
+    cannot keep."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dataplane"))
+    import iscsi_clients
+    return iscsi_clients
+
+
+HOST_IQN = "iqn.2026-11.test.netcfg:host.db"
+
+
+def host_volume(tmp_path, backing: str, size: str) -> str:
+    """One volume served in the sandbox's own namespace on 127.0.0.1."""
+    return textwrap.dedent(f"""\
+        volume db
+            backing {tmp_path}/volumes/{backing}
+            size {size}
+
+        target {HOST_IQN}
+            portal 127.0.0.1:3260
+            lun 0 db
+        """)
+
+
+def capacity(url: str) -> int:
+    done = subprocess.run(["iscsi-readcapacity16", url], capture_output=True, text=True, timeout=20)
+    for line in done.stdout.splitlines():
+        if line.startswith("Total size:"):
+            return int(line.split(":")[1])
+    return 0
+
+
+def test_storage_changes_are_applied_and_reported(make_daemon, tmp_path):
+    clients = _session_client()
+    daemon = make_daemon(host_volume(tmp_path, "a.img", "8M"))
+    url = f"iscsi://127.0.0.1:3260/{HOST_IQN}/0"
+    wait_for(lambda: capacity(url), 20, "the volume served", step=0.2)
+    assert capacity(url) == 8 << 20
+    live = clients.Session("127.0.0.1", HOST_IQN)
+    etc = tmp_path / "etc"
+
+    def apply(text: str) -> subprocess.CompletedProcess:
+        (etc / "a.tmpl").write_text(text)
+        return cli(daemon.run_dir, "apply", "-c", str(etc))
+
+    try:
+        assert clients.read_capacity16(live)[2] == 8 << 20
+        # Grow: online, the live session told, the new size served.
+        done = apply(host_volume(tmp_path, "a.img", "16M"))
+        assert done.returncode == 0, done.stderr
+        assert "storage: volume db: grown online from 8388608 to 16777216 bytes" in done.stdout
+        status, sense, _ = clients.read_capacity16(live)
+        assert (status, sense[12:14]) == (0x02, b"\x2a\x09"), "CAPACITY DATA HAS CHANGED"
+        assert clients.read_capacity16(live) == (0, b"", 16 << 20)
+        assert capacity(url) == 16 << 20
+
+        # Shrink under a live session: refused, said, exit 5, in status.
+        done = apply(host_volume(tmp_path, "a.img", "4M"))
+        assert done.returncode == 5, done.stdout + done.stderr
+        assert "not shrunk" in done.stderr and "live session" in done.stderr
+        shown = cli(daemon.run_dir, "status")
+        assert "not shrunk" in shown.stdout, shown.stdout
+        assert clients.read_capacity16(live) == (0, b"", 16 << 20)
+
+        # A new backing: re-opened, the live session told the medium changed.
+        done = apply(host_volume(tmp_path, "b.img", "16M"))
+        assert done.returncode == 0, done.stderr
+        assert "re-opened: backing" in done.stdout and "b.img" in done.stdout
+        new = tmp_path / "volumes" / "b.img"
+        assert new.stat().st_size == 16 << 20 and new.stat().st_mode & 0o777 == 0o600
+        status, sense, _ = clients.read_capacity16(live)
+        assert (status, sense[12:14]) == (0x02, b"\x28\x00"), "MEDIUM MAY HAVE CHANGED"
+        assert daemon.status()["storage"]["errors"] == []
+
+        # A backing that is a symbolic link: refused, the old one still served.
+        os.symlink(tmp_path / "volumes" / "a.img", tmp_path / "volumes" / "link.img")
+        done = apply(host_volume(tmp_path, "link.img", "16M"))
+        assert done.returncode == 5, done.stdout + done.stderr
+        assert "symbolic link" in done.stderr and "still serving" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert clients.read_capacity16(live) == (0, b"", 16 << 20)
+    finally:
+        live.close()
