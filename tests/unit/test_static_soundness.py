@@ -1,0 +1,213 @@
+"""`check` refuses what the kernel would refuse, at the line that causes it.
+
+Each rule here was read off the kernel (and tried in a sandbox: see
+docs/soundness.md); the tests compile real stanza text and assert the
+located message, and that the nearest config the kernel accepts passes.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from netcfg.compile import ConfigSource, compile_config
+from netcfg.errors import ConfigInvalid
+from netcfg.plan import make_plan
+
+
+def compile_text(text: str, tmp_path):
+    path = tmp_path / "net.tmpl"
+    path.write_text(textwrap.dedent(text))
+    return compile_config(ConfigSource(path=str(path)))
+
+
+def errors(text: str, tmp_path) -> list[str]:
+    """`LINE: message` of every error; [] when the config is valid."""
+    try:
+        compile_text(text, tmp_path)
+    except ConfigInvalid as e:
+        return [f"{d.loc.line}: {d.message}" for d in e.diagnostics if d.severity == "error"]
+    return []
+
+
+def plan_lines(text: str, tmp_path) -> list[str]:
+    plan = make_plan(compile_text(text, tmp_path).model, compile_text("", tmp_path).model)
+    return [op.describe() for op in plan.operations]
+
+
+PEER_BY_ITS_STANZA = """\
+    auto br0
+    iface br0
+        bridge-ports vh1
+
+    auto vh1
+    iface vh1
+        link-type veth
+        veth-peer-name vt1
+
+    auto vt1
+    iface vt1
+        netns tenant1
+        address 10.0.0.2/24
+    """
+
+
+def test_a_veth_peer_is_made_where_its_own_stanza_says(tmp_path):
+    lines = plan_lines(PEER_BY_ITS_STANZA, tmp_path)
+    assert "+ link-add vh1 kind=veth peer=vt1 peer_netns=tenant1" in lines
+    assert "+ addr-add vt1 (netns tenant1) 10.0.0.2/24" in lines
+
+
+def test_a_peer_declared_in_two_other_namespaces_is_ambiguous(tmp_path):
+    text = PEER_BY_ITS_STANZA + "\niface vt1\n    netns tenant2\n"
+    assert errors(text, tmp_path) == [
+        "8: vh1: veth-peer-name vt1 is declared in several other namespaces (tenant1 "
+        f"({tmp_path}/net.tmpl:11), tenant2 ({tmp_path}/net.tmpl:15)); say which end is "
+        "this veth's peer with 'veth-peer-netns NS'"]
+
+
+def test_a_written_peer_namespace_wins(tmp_path):
+    text = PEER_BY_ITS_STANZA.replace("veth-peer-name vt1", "veth-peer-name vt1\n"
+                                      "        veth-peer-netns tenant1")
+    assert "+ link-add vh1 kind=veth peer=vt1 peer_netns=tenant1" in plan_lines(text, tmp_path)
+
+
+def test_a_host_port_declared_only_in_a_tenant_is_refused(tmp_path):
+    text = """\
+    auto br0
+    iface br0
+        bridge-ports vt1
+
+    iface vt1
+        netns tenant1
+        link-type veth
+        veth-peer-name vh1
+        veth-peer-netns ""
+    """
+    (error,) = errors(text, tmp_path)
+    assert error.startswith("3: br0: bridge-ports names vt1, which is not declared in the host "
+                            "namespace; vt1 is declared in namespace tenant1")
+    assert "declare it: 'iface vt1'" in error
+    # Declared in the host too, it is the host's (physical) port.
+    assert errors(text + "\niface vt1\n", tmp_path) == []
+
+
+def test_lower_device_in_another_namespace_names_the_attribute_to_write(tmp_path):
+    text = """\
+    iface eth9
+        link-type dummy
+    auto mv
+    iface mv
+        netns t2
+        macvlan-raw-device eth9
+    """
+    (error,) = errors(text, tmp_path)
+    assert error.endswith("if that is the device meant, write 'macvlan-raw-netns \"\"' on mv")
+
+
+ROUTED = """\
+    auto e1
+    iface e1
+        link-type veth
+        veth-peer-name e2
+        address 10.0.0.1/24
+        address 2001:db8::1/64
+    """
+
+
+@pytest.mark.parametrize("route, error", [
+    ("route 10.9.0.0/24 via 10.0.0.2", None),
+    ("route 10.9.0.0/24 via 10.0.0.1", None),          # its own address: RTN_LOCAL, accepted
+    ("route 2001:db8:9::/64 via fe80::1", None),       # link-local: always on the link
+    ("route 2001:db8:9::/64 via 2001:db8::2", None),
+    ("route 10.9.0.0/24 via 10.1.0.1",
+     "gateway 10.1.0.1 of the route to 10.9.0.0/24 is on no prefix of e1"),
+    ("route 2001:db8:9::/64 via 2001:db8::1",
+     "gateway 2001:db8::1 of the route to 2001:db8:9::/64 is an address of this namespace"),
+    ("gateway 10.0.0.9\n    route default via 10.0.0.8",
+     "a route to 0.0.0.0/0 is already written at"),
+])
+def test_gateways(tmp_path, route, error):
+    found = errors(ROUTED + f"    {route}\n", tmp_path)
+    if error is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and error in found[0], found
+
+
+def test_a_route_without_gateway_makes_its_prefix_reachable_and_goes_first(tmp_path):
+    text = ROUTED + "    route 10.7.0.0/24 dev e1\n    route 10.8.0.0/24 via 10.7.0.9\n"
+    assert errors(text, tmp_path) == []
+    plan = make_plan(compile_text(text, tmp_path).model, compile_text("", tmp_path).model)
+    batch_of = {op.subject: n for n, batch in enumerate(plan.batches) for op in batch}
+    assert batch_of["10.7.0.0/24"] < batch_of["10.8.0.0/24"]
+
+
+def test_a_route_through_a_down_device_is_refused(tmp_path):
+    text = ROUTED.replace("auto e1\n", "") + "    route 10.9.0.0/24 via 10.0.0.2\n"
+    (error,) = errors(text, tmp_path)
+    assert error.startswith("6: e1: the route to 10.9.0.0/24 goes out e1, which stays down "
+                            "(no 'auto e1' line brings it up)")
+
+
+@pytest.mark.parametrize("extra, error", [
+    ("    mtu 1000\n", "IPv6 address 2001:db8::1/64 on an interface whose MTU is 1000"),
+    ("    disable-ipv6 yes\n", "'disable-ipv6 yes'; the kernel refuses it"),
+])
+def test_ipv6_needs_ipv6_on_the_device(tmp_path, extra, error):
+    (found,) = errors(ROUTED + extra, tmp_path)
+    assert error in found
+
+
+@pytest.mark.parametrize("lower_mtu, upper_mtu, ok", [
+    (None, 1500, True), (None, 1501, False), (9000, 9000, True), (9000, 9001, False)])
+def test_a_macvlan_is_no_bigger_than_its_lower_device(tmp_path, lower_mtu, upper_mtu, ok):
+    text = ROUTED + (f"    mtu {lower_mtu}\n" if lower_mtu else "") + \
+        f"auto mv\niface mv\n    macvlan-raw-device e1\n    mtu {upper_mtu}\n"
+    found = errors(text, tmp_path)
+    assert (found == []) == ok, found
+    if not ok:
+        assert f"mtu {upper_mtu} is bigger than its lower device e1's" in found[0]
+
+
+def test_a_vlan_on_a_bridge_whose_mtu_follows_its_ports_needs_the_bridge_mtu(tmp_path):
+    text = ROUTED + "auto br0\niface br0\n    bridge-ports e1\n" \
+                    "auto mv\niface mv\n    macvlan-raw-device br0\n    mtu 9000\n"
+    (found,) = errors(text, tmp_path)
+    assert "a bridge whose mtu is not written" in found
+    assert errors(text.replace("bridge-ports e1\n", "bridge-ports e1\n    mtu 9000\n"),
+                  tmp_path) == []
+
+
+def test_a_bridge_mtu_above_its_ports_is_set_after_they_join(tmp_path):
+    text = ROUTED + "auto br0\niface br0\n    bridge-ports e1\n    mtu 9000\n"
+    compiled = compile_text(text, tmp_path)
+    assert [w.message for w in compiled.warnings] == [
+        "br0: mtu 9000 is above port e1's 1500; the kernel allows it, but frames over 1500 "
+        "bytes that the bridge sends out e1 are dropped. Give the ports 'mtu 9000' too"]
+    plan = make_plan(compiled.model, compile_text("", tmp_path).model)
+    batch_of = {(op.action, op.name): n for n, batch in enumerate(plan.batches) for op in batch}
+    assert "mtu" not in next(op for op in plan.operations if op.action == "link-add"
+                             and op.name == "br0").params
+    assert batch_of[("master-set", "e1")] < batch_of[("link-set", "br0")]
+
+
+@pytest.mark.parametrize("text, error", [
+    ("iface v0\n    link-type veth\n    veth-peer-name lo\n    veth-peer-netns t1\n",
+     "lo (netns t1): lo is the namespace's loopback device"),
+    ("auto br0\niface br0\n    bridge-ports lo\n",
+     "bridge-ports names lo: the loopback device is not an Ethernet port"),
+    ("auto br0\niface br0\n    bridge-ports br1\nauto br1\niface br1\n    bridge-ports none\n",
+     "bridge-ports names br1: a bridge cannot be a port of another bridge"),
+])
+def test_devices_the_kernel_will_not_make_or_enslave(tmp_path, text, error):
+    found = errors(text, tmp_path)
+    assert len(found) == 1 and error in found[0], found
+
+
+def test_lo_comes_up_in_a_new_namespace_unless_the_config_says(tmp_path):
+    veth = "auto v0\niface v0\n    link-type veth\n    veth-peer-name v1\n    veth-peer-netns t1\n"
+    assert "+ link-up lo (netns t1)" in plan_lines(veth, tmp_path)
+    down = veth + "iface lo inet loopback\n    netns t1\n"
+    assert not any(line.startswith("+ link-up lo") for line in plan_lines(down, tmp_path))
