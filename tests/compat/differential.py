@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""Apply one interfaces file with Debian's ifupdown2 and with netcfg; compare the kernels.
+
+    tests/compat/differential.py FILE [FILE...] [--json] [--update-expectation]
+
+For each file, two sandboxes (fresh private network + mount namespaces, made
+by `unshare --net --mount --propagation private`). In each, the physical ports
+the file names are created first as veth pairs with fixed MAC addresses (the
+peer, `cmpN`, stays up so the port has carrier); then one tool applies the
+file, and the state is read back:
+
+* links with details (`ip -d -j link show`: kind, bridge and port knobs,
+  master, MTU, MAC, up or down), addresses (`ip -j addr show`), routes of all
+  tables (`ip -j route show table all`, both families), bridge VLANs
+  (`bridge -j vlan show`), per-device sysctls (/proc/sys/net/ipv{4,6}/conf);
+* normalized: counters, timers, indexes and the kernel's own link-local
+  addresses dropped; netcfg's device group (it tags what it makes) ignored.
+
+The ifupdown2 sandbox also measures the takeover: after `ifup -a`, netcfg's
+`apply --dry-run --json` of the same file over what ifupdown2 configured;
+each request that would disturb a working device (a removal, a link down, a
+device recreated or moved to another master) is counted.
+
+ifupdown2 runs from Debian's package unpacked into .cache/ifupdown2 (`make
+ifupdown2-examples`; mako from `make compat-deps`), never installed: inside the
+sandbox a tmpfs over its configuration directory holds an ifupdown2.conf whose
+default_interfaces_configfile names FILE. Where ifupdown2 is installed
+(/etc/network/ifupdown2/ifupdown2.conf exists) that file is covered by a bind
+mount of the copy instead. /sys is remounted in the sandbox so ifupdown2's
+sysfs writes reach the sandbox's devices, not the host's; /run and /var/tmp
+get a tmpfs each (its lock and state). The host kernel lacks some kinds (on
+these machines: dummy, 8021q, bond, vrf, bridge VLAN filtering): a file that
+needs one is reported as `vm-tier` and not run.
+
+Needs root. Exit status: 0 when every file ran (same or different), 1 when
+one could not be run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import state as kstate  # noqa: E402  (tests/compat/state.py: read back and normalize)
+
+# A command line: NETCFG="env PYTHONPATH=SNAPSHOT .venv/bin/python -m netcfg" runs a
+# committed snapshot while others edit the tree.
+NETCFG = shlex.split(os.environ.get("NETCFG", str(REPO / ".venv" / "bin" / "netcfg")))
+IFUPDOWN2_ROOT = Path(os.environ.get("IFUPDOWN2_ROOT", REPO / ".cache" / "ifupdown2"))
+MAKO_PATH = REPO / ".cache" / "compat-python" / "usr" / "lib" / "python3" / "dist-packages"
+INSTALLED_CONF = Path("/etc/network/ifupdown2/ifupdown2.conf")
+SYSTEM_PYTHON = "/usr/bin/python3"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+HOST_NETNS_DIR = "/run/netns"
+TIMEOUT = 180
+# Kinds the plan may ask for, and the `ip link add` that proves the kernel has them.
+KIND_PROBES = {
+    "bridge": ["type", "bridge"], "vxlan": ["type", "vxlan", "id", "5", "dstport", "4789"],
+    "macvlan": None, "veth": ["type", "veth"], "dummy": ["type", "dummy"],
+    "vlan": None, "bond": ["type", "bond"], "vrf": ["type", "vrf", "table", "10"],
+    "vlan-filtering": ["type", "bridge", "vlan_filtering", "1"],
+}
+# Plan actions that disturb a working device when the device already exists.
+DISRUPTIVE = {"netns-del", "route-del", "addr-del", "vlan-tunnel-del", "vni-del", "vlan-del",
+              "master-unset", "link-down", "link-del"}
+
+
+@dataclass
+class Outcome:
+    file: str
+    status: str                 # same | differs | vm-tier | refused | error
+    detail: str = ""
+    differences: list[str] = field(default_factory=list)
+    takeover_disruptive: list[str] = field(default_factory=list)
+    takeover_additions: list[str] = field(default_factory=list)
+    ifupdown2_rc: int | None = None
+    netcfg_rc: int | None = None
+    netcfg_query_rc: int | None = None      # `netcfg query --check` after its apply
+    seconds: dict[str, float] = field(default_factory=dict)
+    ifupdown2_log: str = ""
+    netcfg_log: str = ""
+
+
+# ---- outer half: decides what to run, starts the sandboxes, compares ----------------------
+
+def netcfg_plan(path: Path) -> dict | None:
+    """netcfg's plan from nothing; None when check refuses the file."""
+    proc = subprocess.run([*NETCFG, "plan", "--json", "-c", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    if "Traceback" in proc.stderr:
+        raise RuntimeError("netcfg plan crashed: " + proc.stderr.strip()[-600:])
+    return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+
+def plan_ops(plan: dict) -> list[dict]:
+    return [op for batch in plan["batches"] for op in batch]
+
+
+def physical_ports(plan: dict) -> list[str]:
+    """Devices the file uses but creates nowhere: the host's NICs, made here as veths."""
+    made, used = set(), []
+    for op in plan_ops(plan):
+        if op["action"] == "link-add":
+            made.add(op["name"])
+        for name in (op["name"], op.get("params", {}).get("master"),
+                     op.get("params", {}).get("link"), op.get("params", {}).get("dev")):
+            if isinstance(name, str) and name and name not in used:
+                used.append(name)
+    # ifupdown's mapping patterns (`/eth*`) name no device.
+    return [n for n in used if n not in made and n != "lo" and len(n) <= 15
+            and not set(n) & set("/*? \t")]
+
+
+def needed_kinds(plan: dict) -> set[str]:
+    kinds = set()
+    for op in plan_ops(plan):
+        params = op.get("params", {})
+        if op["action"] == "link-add":
+            kinds.add(params.get("kind", ""))
+            if params.get("vlan_filtering"):
+                kinds.add("vlan-filtering")
+        if op["action"] in ("vlan-add", "vni-add", "vlan-tunnel-add"):
+            kinds.add("vlan-filtering")
+    return kinds - {""}
+
+
+def host_kinds() -> set[str]:
+    """What the host kernel can make, probed once in a throwaway namespace."""
+    script = ["set +e", "ip link add cmpbase type veth peer name cmppeer"]
+    for kind, args in KIND_PROBES.items():
+        if args is None:
+            args = (["link", "cmpbase", "type", "macvlan"] if kind == "macvlan"
+                    else ["link", "cmpbase", "type", "vlan", "id", "5"])
+        script.append(f"ip link add cmp-{kind[:10]} {' '.join(args)} 2>/dev/null "
+                      f"&& echo {kind}")
+    proc = subprocess.run(["unshare", "--net", "--", "sh", "-c", "\n".join(script)],
+                          capture_output=True, text=True, timeout=60)
+    return set(proc.stdout.split())
+
+
+def sandbox(tool: str, path: Path, ports: list[str], takeover: bool) -> dict:
+    """Run the inner half in fresh namespaces; return what it wrote."""
+    with tempfile.TemporaryDirectory(prefix="netcfg-compat-") as work:
+        spec = {"tool": tool, "file": str(path.resolve()), "ports": ports, "work": work,
+                "takeover": takeover, "outer_net": os.stat("/proc/self/ns/net").st_ino,
+                "outer_mnt": os.stat("/proc/self/ns/mnt").st_ino}
+        spec_path = os.path.join(work, "spec.json")
+        Path(spec_path).write_text(json.dumps(spec))
+        proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
+                               sys.executable, __file__, "--inner", spec_path],
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        result_path = os.path.join(work, "result.json")
+        if not os.path.exists(result_path):
+            raise RuntimeError(f"{tool} sandbox failed (exit {proc.returncode}): "
+                               f"{(proc.stdout + proc.stderr).strip()[-1500:]}")
+        return json.loads(Path(result_path).read_text())
+
+
+def run_file(path: Path, kinds: set[str] | None = None) -> Outcome:
+    path = path.resolve()
+    name = str(path.relative_to(HERE / "corpus")) if HERE / "corpus" in path.parents \
+        else str(path.relative_to(HERE)) if HERE in path.parents else str(path)
+    plan = netcfg_plan(path)
+    if plan is None:
+        return Outcome(name, "refused", "netcfg check refuses it")
+    missing = needed_kinds(plan) - (kinds if kinds is not None else host_kinds())
+    if missing:
+        return Outcome(name, "vm-tier", "host kernel lacks " + ", ".join(sorted(missing)))
+    ports = physical_ports(plan)
+    before = set(os.listdir(HOST_NETNS_DIR)) if os.path.isdir(HOST_NETNS_DIR) else set()
+    ifu = sandbox("ifupdown2", path, ports, takeover=True)
+    ncf = sandbox("netcfg", path, ports, takeover=False)
+    after = set(os.listdir(HOST_NETNS_DIR)) if os.path.isdir(HOST_NETNS_DIR) else set()
+    if after - before:
+        raise RuntimeError(f"the host's {HOST_NETNS_DIR} gained {sorted(after - before)}")
+    differences = kstate.diff(ifu["state"], ncf["state"])
+    out = Outcome(name, "differs" if differences else "same", differences=differences,
+                  ifupdown2_rc=ifu["rc"], netcfg_rc=ncf["rc"], netcfg_query_rc=ncf.get("query_rc"),
+                  seconds={"ifupdown2": ifu["seconds"], "netcfg": ncf["seconds"]},
+                  ifupdown2_log=ifu["log"][-3000:], netcfg_log=ncf["log"][-3000:])
+    if ifu["rc"] != 0:
+        out.detail = f"ifupdown2 exit {ifu['rc']}"
+    if ncf["rc"] != 0:
+        out.detail = (out.detail + "; " if out.detail else "") + f"netcfg apply exit {ncf['rc']}"
+    disruptive, additions = classify_takeover(ifu.get("takeover_plan"), ifu["state"])
+    out.takeover_disruptive, out.takeover_additions = disruptive, additions
+    if ifu.get("takeover_error"):
+        out.takeover_disruptive.append("netcfg apply --dry-run failed: "
+                                       + ifu["takeover_error"][-300:])
+    return out
+
+
+def classify_takeover(plan: dict | None, state: dict) -> tuple[list[str], list[str]]:
+    """Split netcfg's plan over ifupdown2's result into disturbing and additive requests."""
+    if not plan:
+        return [], []
+    links = state.get("links", {})
+    disruptive, additions = [], []
+    for op in plan_ops(plan):
+        text = " ".join(str(x) for x in (op["action"], op["name"], op.get("subject", "")) if x)
+        params = op.get("params", {})
+        if op["action"] in DISRUPTIVE:
+            disruptive.append(text)
+        elif op["action"] == "link-add" and op["name"] in links:
+            disruptive.append(text + " (recreates an existing device)")
+        elif (op["action"] == "master-set" and op["name"] in links
+              and links[op["name"]].get("master") not in (None, params.get("master"))):
+            disruptive.append(text + " (moves a port to another master)")
+        else:
+            additions.append(text)
+    return disruptive, additions
+
+
+# ---- inner half: root, inside the new namespaces ------------------------------------------
+
+def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {proc.stderr.strip()}")
+    return proc
+
+
+def _refuse_unless_private(spec: dict) -> None:
+    """ifupdown2 writes to whatever /sys and netlink it sees: prove they are ours."""
+    for kind in ("net", "mnt"):
+        mine = os.stat(f"/proc/self/ns/{kind}").st_ino
+        others = {spec[f"outer_{kind}"]}
+        try:
+            others.add(os.stat(f"/proc/1/ns/{kind}").st_ino)
+        except OSError:
+            pass
+        if mine in others:
+            raise RuntimeError(f"not in a private {kind} namespace; refusing to run")
+
+
+def _ifupdown2_conf(path: str) -> str:
+    template = IFUPDOWN2_ROOT / "etc" / "network" / "ifupdown2" / "ifupdown2.conf"
+    lines = [ln for ln in template.read_text().splitlines()
+             if ln.split("=", 1)[0].strip() != "default_interfaces_configfile"]
+    return "\n".join(lines + [f"default_interfaces_configfile={path}", ""])
+
+
+def _prepare_ifupdown2(spec: dict) -> list[str]:
+    """Configure ifupdown2 for this sandbox only; return the ifup command line."""
+    share = IFUPDOWN2_ROOT / "usr" / "share" / "ifupdown2"
+    if not (share / "__main__.py").exists():
+        raise RuntimeError(f"{share} missing: make ifupdown2-examples")
+    conf_text = _ifupdown2_conf(spec["file"])
+    if INSTALLED_CONF.exists():
+        copy = Path(spec["work"]) / "ifupdown2.conf"
+        copy.write_text(conf_text)
+        _sh("mount", "--bind", str(copy), str(INSTALLED_CONF))
+    else:
+        # ifupdown2 looks for its configuration beside its package when
+        # /etc/network/ifupdown2 is absent (ifupdown/config.py).
+        conf_dir = share / "etc" / "network" / "ifupdown2"
+        if not conf_dir.is_dir():
+            raise RuntimeError(f"{conf_dir} missing (the outer half makes it)")
+        _sh("mount", "-t", "tmpfs", "compat", str(conf_dir))
+        (conf_dir / "ifupdown2.conf").write_text(conf_text)
+        shutil.copy(IFUPDOWN2_ROOT / "etc" / "network" / "ifupdown2" / "addons.conf",
+                    conf_dir / "addons.conf")
+    bindir = Path("/run/compat-bin")
+    bindir.mkdir()
+    (bindir / "ifup").symlink_to(share / "__main__.py")
+    return [SYSTEM_PYTHON, str(bindir / "ifup"), "-a"]
+
+
+def _make_ports(ports: list[str]) -> None:
+    for i, port in enumerate(ports, 1):
+        _sh("ip", "link", "add", port, "address", f"02:cc:00:00:{i // 256:02x}:{i % 256:02x}",
+            "type", "veth", "peer", "name", f"cmp{i}",
+            "address", f"02:cc:01:00:{i // 256:02x}:{i % 256:02x}")
+        _sh("ip", "link", "set", f"cmp{i}", "up")
+
+
+def inner(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    _refuse_unless_private(spec)
+    _sh("mount", "--make-rprivate", "/")
+    _sh("mount", "-t", "sysfs", "none", "/sys")
+    for d in ("/run", "/var/tmp"):
+        _sh("mount", "-t", "tmpfs", "-o", "mode=0755", "compat", d)
+    for d in ("/run/network", "/var/tmp/network", HOST_NETNS_DIR):
+        os.makedirs(d)
+    _sh("ip", "link", "set", "lo", "up")
+    _make_ports(spec["ports"])
+    env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": "/root"}
+    if spec["tool"] == "ifupdown2":
+        argv = _prepare_ifupdown2(spec)
+        env["PYTHONPATH"] = str(MAKO_PATH)
+    else:
+        argv = [*NETCFG, "apply", "-c", spec["file"]]
+    start = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=TIMEOUT - 30)
+    result = {"rc": proc.returncode, "log": proc.stdout + proc.stderr,
+              "seconds": round(time.monotonic() - start, 2),
+              "state": kstate.read(exclude=[f"cmp{i}" for i in range(1, len(spec["ports"]) + 1)])}
+    if spec["tool"] == "netcfg":
+        # The silent-outage check: does netcfg itself say the kernel matches?
+        query = subprocess.run([*NETCFG, "query", "--check", "-c", spec["file"]],
+                               capture_output=True, text=True, timeout=120)
+        result["query_rc"] = query.returncode
+    if spec["takeover"]:
+        dry = subprocess.run([*NETCFG, "apply", "--dry-run", "--json", "-c", spec["file"]],
+                             capture_output=True, text=True, timeout=120)
+        try:
+            result["takeover_plan"] = json.loads(dry.stdout)["plan"]
+        except ValueError:
+            result["takeover_error"] = dry.stdout + dry.stderr
+    Path(spec["work"], "result.json").write_text(json.dumps(result))
+    return 0
+
+
+# ---- command line -------------------------------------------------------------------------
+
+def report(out: Outcome) -> str:
+    lines = [f"{out.file}: {out.status}" + (f" ({out.detail})" if out.detail else "")]
+    lines += [f"  differs: {d}" for d in out.differences]
+    if out.status in ("same", "differs"):
+        lines.append(f"  exits: ifupdown2 {out.ifupdown2_rc}, netcfg apply {out.netcfg_rc}, "
+                     f"netcfg query --check {out.netcfg_query_rc}; seconds {out.seconds}")
+        lines.append(f"  takeover: {len(out.takeover_disruptive)} disruptive, "
+                     f"{len(out.takeover_additions)} additive requests")
+        lines += [f"    disruptive: {d}" for d in out.takeover_disruptive]
+    return "\n".join(lines)
+
+
+def prepare_outside() -> None:
+    """The mount point the inner half needs where ifupdown2 runs unpacked (empty, in .cache)."""
+    if not INSTALLED_CONF.exists():
+        (IFUPDOWN2_ROOT / "usr" / "share" / "ifupdown2" / "etc" / "network" /
+         "ifupdown2").mkdir(parents=True, exist_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--inner"]:
+        try:
+            return inner(argv[1])
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            print(f"differential: {e}", file=sys.stderr)
+            return 125
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("--json", action="store_true", help="print the outcomes as JSON")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("differential: needs root (namespaces)", file=sys.stderr)
+        return 1
+    prepare_outside()
+    kinds = host_kinds()
+    outcomes, failed = [], False
+    for path in args.files:
+        try:
+            out = run_file(path, kinds)
+        except (RuntimeError, subprocess.SubprocessError) as e:
+            out, failed = Outcome(str(path), "error", str(e)), True
+        outcomes.append(out)
+        if not args.json:
+            print(report(out), flush=True)
+    if args.json:
+        print(json.dumps([asdict(o) for o in outcomes], indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
