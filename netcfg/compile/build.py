@@ -25,7 +25,6 @@ from netcfg.schema import AttributeSpec, group_attributes, value_checker
 # Consumed by the builder itself rather than stored as attributes.
 PLACEMENT_ATTRIBUTE = "netns"
 KIND_ATTRIBUTE = "link-type"
-IFNAMSIZ = 15  # usable bytes of an interface name (IFNAMSIZ - 1)
 
 
 @dataclass(slots=True)
@@ -38,6 +37,7 @@ class _Pending:
     loc: SourceLocation
     raws: list[RawAttribute] = field(default_factory=list)
     methods: dict[str, tuple[str, SourceLocation]] = field(default_factory=dict)
+    netns_loc: SourceLocation | None = None   # where `netns NAME` placed it
 
 
 def build_objects(parsed: ParsedConfig, report: Report) -> Model:
@@ -75,6 +75,8 @@ def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
     p = pending.get(key)
     if p is None:
         p = pending[key] = _Pending(stanza.keyword, stanza.name, netns, stanza.loc)
+    if netns != ROOT_NETNS and p.netns_loc is None:
+        p.netns_loc = placements[-1].loc
     p.raws.extend(attributes)
     if stanza.family:
         earlier = p.methods.get(stanza.family)
@@ -109,8 +111,8 @@ class _ObjectBuilder:
         if kind_name is None:
             return None
         obj = ConfigObject(section=p.section, name=p.name, kind=kind_name, netns=p.netns, loc=p.loc)
-        if p.section == IFACE:
-            self._check_ifname(obj)
+        if p.netns_loc is not None:
+            obj.locs[PLACEMENT_ATTRIBUTE] = p.netns_loc
         for family, (method, loc) in p.methods.items():
             obj.attrs[family] = method or "manual"
             obj.locs[family] = loc
@@ -157,12 +159,6 @@ class _ObjectBuilder:
             return next(iter(found))
         claimed = registry.kind_claiming_name(p.name)
         return claimed.name if claimed else "physical"
-
-    def _check_ifname(self, obj: ConfigObject) -> None:
-        name = obj.name
-        if len(name.encode()) > IFNAMSIZ or "/" in name or name in (".", "..") or not name:
-            self.report.error(obj.loc, f"{name}: not a valid interface name (at most {IFNAMSIZ} "
-                              f"bytes, no '/', not '.' or '..')")
 
     def _unknown_attribute(self, obj: ConfigObject, raw: RawAttribute,
                            specs: dict[str, AttributeSpec]) -> None:

@@ -110,9 +110,10 @@ def load_json(text: str, filename: str, report: Report) -> Any:
         return None
     except RecursionError:
         too_deep = True           # deeper than Python's reader goes: located below
-    except ValueError as e:       # an integer past sys.get_int_max_str_digits()
+    except ValueError:            # an integer past sys.get_int_max_str_digits()
         report.error(SourceLocation(filename, _long_number_line(text)),
-                     f"not valid JSON: {e}")
+                     f"a number with more than {sys.get_int_max_str_digits()} digits; "
+                     f"no value in a config needs one")
         return None
     if too_deep or json_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         report.error(SourceLocation(filename, _too_deep_line(text, MAX_JSON_DEPTH)),

@@ -19,6 +19,7 @@ from netcfg.compile.build import build_objects
 from netcfg.compile.jsonform import load_json, model_from_json
 from netcfg.compile.location import SourceLocation
 from netcfg.compile.model import Model
+from netcfg.compile.names import check_interface_names
 from netcfg.compile.parser import parse
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
 from netcfg.compile.validate import finish_model
@@ -129,6 +130,7 @@ def _compile(source: ConfigSource) -> Compiled:
         parsed = parse(sources, load, report)
         model = build_objects(parsed, report)
     finish_model(model, report)
+    check_interface_names(model, report)   # the implied ones too: all are known now
     report.raise_if_errors()
     return Compiled(sources, model, [d for d in report.sorted() if d.severity == "warning"])
 

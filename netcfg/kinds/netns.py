@@ -12,7 +12,9 @@ an interface but not declared here is created with the defaults.
 
 from __future__ import annotations
 
-from netcfg.compile.model import NETNS, ConfigObject, Model
+from netcfg.compile.location import SourceLocation
+from netcfg.compile.model import NETNS, TARGET, ConfigObject, Model
+from netcfg.compile.names import netns_name_problem
 from netcfg.kinds.base import Kind
 
 NSID = "nsid"
@@ -25,6 +27,7 @@ class Netns(Kind):
     kernel_bytes = 200_000  # an empty namespace (DESIGN.md)
 
     def check_model(self, model: Model, report) -> None:
+        self._check_names(model, report)
         seen: dict[int, ConfigObject] = {}
         with_nsid = [ns for ns in model.namespaces.values() if NSID in ns.attrs]
         for ns in sorted(with_nsid, key=lambda o: o.loc):
@@ -36,6 +39,33 @@ class Netns(Kind):
                              f"{ns.label()}: nsid {ns.attrs[NSID]} is already the nsid of "
                              f"namespace {first.name} (at {first.loc}); give each namespace its "
                              f"own nsid, or leave nsid out to let the kernel pick one", NSID)
+
+    @staticmethod
+    def _check_names(model: Model, report) -> None:
+        """Each bad namespace name once, where it is first written. A name in
+        a `netns` attribute met the schema's pattern already (or has its own
+        error there), but "." and ".." meet it and still name no namespace; a
+        `netns NAME` stanza's name is checked only here."""
+        first: dict[str, SourceLocation] = {}
+        stanza_names = set()
+        for ns in model.namespaces.values():
+            if not ns.implicit:
+                stanza_names.add(ns.name)
+                first[ns.name] = min(ns.loc, first.get(ns.name, ns.loc))
+        # Where it is written (an interface's or a target's netns) wins over
+        # where it is implied (a veth-peer-netns ..), whatever comes first.
+        objs = [*model.interfaces.values(), *model.section(TARGET).values()]
+        for implied in (False, True):
+            for obj in objs:
+                if obj.netns in (".", "..") and obj.implicit == implied and \
+                        (not implied or obj.netns not in first):
+                    loc = obj.where("netns")
+                    first[obj.netns] = min(loc, first.get(obj.netns, loc))
+        for name, loc in sorted(first.items(), key=lambda item: item[1]):
+            why = netns_name_problem(name)
+            if why is not None and (name in stanza_names or name in (".", "..")):
+                report.error(loc, f"netns {name!r}: not a usable namespace name: {why}",
+                             "netns")
 
     def create_params(self, obj: ConfigObject) -> dict:
         return {"nsid": obj.attrs[NSID]} if NSID in obj.attrs else {}

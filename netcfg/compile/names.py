@@ -1,0 +1,71 @@
+"""The names the kernel and the filesystem take, checked at compile time so
+that `check` refuses what `apply` could not make.
+
+An interface name is what the kernel's dev_valid_name() (net/core/dev.c)
+accepts: 1 to IFNAMSIZ - 1 bytes, not "." or "..", and none of '/', ':' or a
+byte its isspace() counts as white space (\\t \\n \\v \\f \\r, space, and
+0xa0, which is a byte of many UTF-8 characters). A NUL cannot be sent at
+all: netlink would cut the name there and make another device.
+
+A namespace name becomes the file /run/netns/NAME: the schema's pattern
+(letters, digits, '_', '.', '-', at most 64) keeps '/', NUL and white
+space out, and "." and ".." are the directory itself and its parent.
+"""
+
+from __future__ import annotations
+
+import re
+
+from netcfg.compile.model import Model
+from netcfg.errors import Report
+
+IFNAMSIZ = 16              # include/uapi/linux/if.h, with its NUL
+_KERNEL_SPACE = frozenset(b"\t\n\v\f\r \xa0")
+NETNS_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # schemas/kinds/common.json's netns pattern
+IFNAME_RULES = (f"at most {IFNAMSIZ - 1} bytes; no '/', ':', white space or NUL; "
+                f"not '.' or '..'")
+
+
+def ifname_problem(name: str) -> str | None:
+    """Why the kernel would refuse ``name`` for a device, or None."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if not raw:
+        return "it is empty"
+    if len(raw) >= IFNAMSIZ:
+        return f"it is {len(raw)} bytes long"
+    if name in (".", ".."):
+        return f"'{name}' names a directory in /sys/class/net"
+    for byte in raw:
+        if byte == 0:
+            return "it contains a NUL byte"
+        if byte in b"/:":
+            return f"it contains '{chr(byte)}'"
+        if byte == 0xa0:
+            return ("its UTF-8 bytes include 0xa0, which the kernel counts as white "
+                    "space (a non-ASCII letter such as 'à' has it)")
+        if byte in _KERNEL_SPACE:
+            return "it contains white space"
+    return None
+
+
+def netns_name_problem(name: str) -> str | None:
+    """Why /run/netns/NAME cannot be ``name``'s namespace, or None."""
+    if name in (".", ".."):
+        return f"/run/netns/{name} is a directory, not a namespace"
+    if not NETNS_NAME.fullmatch(name):
+        return "a namespace name is 1 to 64 letters, digits, '_', '.' or '-'"
+    return None
+
+
+def check_interface_names(model: Model, report: Report) -> None:
+    """Every interface the config declares or implies (an `auto` line, a
+    bridge port, a veth's peer), each name once, where it was written."""
+    seen: set[str] = set()
+    for obj in sorted(model.interfaces.values(), key=lambda o: (o.loc.file, o.loc.line)):
+        if obj.name in seen:
+            continue
+        seen.add(obj.name)
+        why = ifname_problem(obj.name)
+        if why is not None:
+            report.error(obj.loc, f"{obj.name!r}: not a valid interface name: {why} "
+                         f"({IFNAME_RULES})")
