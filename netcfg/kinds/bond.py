@@ -30,6 +30,7 @@ class Bond(Kind):
     name = "bond"
     defining_attributes = (SLAVES,)
     info_kind = "bond"
+    takes_rx_handler = True  # as a bridge: no macvlan on a slave (EBUSY)
     default_mtu = 1500  # ether_setup; slaves take the bond's
     # The kernel refuses a mode change while the bond has slaves or is up.
     immutable_attributes = frozenset({"bond-mode"})

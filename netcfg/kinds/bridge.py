@@ -34,6 +34,9 @@ class Bridge(Kind):
     # one given in the create request does not count): the diff sets it once
     # the ports are in (plan/diff.py _KindInfo.create_time).
     mtu_follows_ports = True
+    # A port's frames go to the bridge through the device's one rx_handler:
+    # a macvlan cannot sit on a port (EBUSY), see kinds/macvlan.py.
+    takes_rx_handler = True
 
     def complete(self, obj: ConfigObject, report) -> None:
         if obj.attrs.get("bridge-ports") == ["none"]:

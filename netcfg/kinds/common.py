@@ -269,9 +269,22 @@ def _check_routes(model: Model, report) -> None:
                              f"which stays down ({why}); the kernel refuses a route through a "
                              f"device that is not up", attribute)
                 continue
+            if ":" in route["to"] and not _ipv6_on(dev, model):
+                report.error(where,
+                             f"{obj.label()}: the IPv6 route to {route['to']} goes out "
+                             f"{dev.name}, which has IPv6 off (disable-ipv6, or an MTU below "
+                             f"{IPV6_MIN_MTU}); the kernel refuses it", attribute)
+                continue
             via = route.get("via")
             if via is not None:
                 _check_gateway(obj, attribute, route, dev, model, local6, report)
+
+
+def _ipv6_on(dev: ConfigObject, model: Model) -> bool:
+    if dev.attrs.get("disable-ipv6"):
+        return False
+    mtu = effective_mtu(dev, model)
+    return mtu is None or mtu >= IPV6_MIN_MTU
 
 
 def _check_gateway(obj: ConfigObject, attribute: str, route: dict, dev: ConfigObject,

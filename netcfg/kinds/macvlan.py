@@ -17,6 +17,7 @@ veth-peer-netns).
 from __future__ import annotations
 
 from netcfg.compile.model import IFACE, ConfigObject, Model
+from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, Kind, Reference, drop_own_netns
 from netcfg.kinds.veth import check_netns_attribute
 
@@ -53,6 +54,30 @@ class Macvlan(Kind):
             report.error(obj.loc,
                          f"{obj.label()}: a macvlan needs the device it sits on; add "
                          f"'{RAW} DEVICE'", RAW)
+
+    def check_model(self, model: Model, report) -> None:
+        """Lower devices the kernel refuses: lo (not Ethernet, EINVAL), and a
+        bridge port or bond slave, whose one rx_handler the master holds
+        (netdev_rx_handler_register: EBUSY, either way round)."""
+        for obj in model.interfaces.values():
+            if obj.kind != self.name or RAW not in obj.attrs:
+                continue
+            lower = model.iface(raw_netns(obj), obj.attrs[RAW])
+            if lower is None:
+                continue
+            if lower.kind == "loopback":
+                report.error(obj.where(RAW),
+                             f"{obj.label()}: {RAW} {lower.name} is the loopback device; a "
+                             f"macvlan sits on an Ethernet device", RAW)
+                continue
+            master = model.master_of(lower)
+            if master is not None and getattr(registry.kind(master.kind),
+                                              "takes_rx_handler", False):
+                report.error(obj.where(RAW),
+                             f"{obj.label()}: {RAW} {lower.name} is a port of {master.kind} "
+                             f"{master.name}, which takes all its frames; the kernel refuses a "
+                             f"macvlan there (EBUSY). Put the macvlan on {master.name} "
+                             f"instead", RAW)
 
     def create_params(self, obj: ConfigObject) -> dict:
         # The kernel finds the lower device in the namespace of the socket the

@@ -211,3 +211,18 @@ def test_lo_comes_up_in_a_new_namespace_unless_the_config_says(tmp_path):
     assert "+ link-up lo (netns t1)" in plan_lines(veth, tmp_path)
     down = veth + "iface lo inet loopback\n    netns t1\n"
     assert not any(line.startswith("+ link-up lo") for line in plan_lines(down, tmp_path))
+
+
+@pytest.mark.parametrize("text, error", [
+    ("auto br0\niface br0\n    bridge-ports e1\nauto mv\niface mv\n    macvlan-raw-device e1\n",
+     "macvlan-raw-device e1 is a port of bridge br0, which takes all its frames"),
+    ("auto mv\niface mv\n    macvlan-raw-device lo\niface lo inet loopback\n",
+     "macvlan-raw-device lo is the loopback device"),
+    ("    disable-ipv6 yes\n".replace("    disable-ipv6 yes\n", "")
+     + "auto e3\niface e3\n    link-type veth\n    veth-peer-name e4\n    mtu 1000\n"
+       "    route 2001:db8:9::/64 via fe80::1\n",
+     "the IPv6 route to 2001:db8:9::/64 goes out e3, which has IPv6 off"),
+])
+def test_macvlan_lowers_and_ipv6_routes(tmp_path, text, error):
+    found = errors(ROUTED + text, tmp_path)
+    assert len(found) == 1 and error in found[0], found
