@@ -63,9 +63,11 @@ def cu_results(output: str) -> tuple[int, list[str]]:
     return ran, failed
 
 
-def login_pdu(initiator: str, target: str | None, itt: int = 1, cmdsn: int = 1) -> bytes:
+def login_pdu(initiator: str, target: str | None, itt: int = 1, cmdsn: int = 1,
+              isid: int = 1) -> bytes:
     """A leading Login request straight to full feature phase
-    (CSG=operational, NSG=full feature, T=1), no authentication."""
+    (CSG=operational, NSG=full feature, T=1), no authentication. Sessions
+    of one initiator need distinct `isid`s, or each reinstates the last."""
     keys = [f"InitiatorName={initiator}", "AuthMethod=None"]
     keys += ["SessionType=Normal", f"TargetName={target}"] if target else ["SessionType=Discovery"]
     data = b"".join(k.encode() + b"\0" for k in keys[:1] + keys[2:])
@@ -73,7 +75,7 @@ def login_pdu(initiator: str, target: str | None, itt: int = 1, cmdsn: int = 1) 
     bhs[0] = 0x43
     bhs[1] = 0x80 | (1 << 2) | 3
     bhs[5:8] = len(data).to_bytes(3, "big")
-    bhs[8:14] = bytes([0x80, 0, 0, 0, 0, 1])          # ISID: random format
+    bhs[8:14] = bytes([0x80, 0]) + isid.to_bytes(4, "big")   # ISID: random format
     bhs[16:20] = itt.to_bytes(4, "big")
     bhs[24:28] = cmdsn.to_bytes(4, "big")
     return bytes(bhs) + data + b"\0" * (-len(data) % 4)
@@ -118,10 +120,11 @@ class Session:
     phase, RFC defaults): for what libiscsi's one-shot clients cannot show,
     such as a unit attention seen by a session that was there before."""
 
-    def __init__(self, addr: str, target: str, port: int = 3260, initiator: str = INITIATOR):
+    def __init__(self, addr: str, target: str, port: int = 3260, initiator: str = INITIATOR,
+                 isid: int = 1):
         import socket
         self.sock = socket.create_connection((addr, port), timeout=10)
-        self.sock.sendall(login_pdu(initiator, target))
+        self.sock.sendall(login_pdu(initiator, target, isid=isid))
         status = login_status(read_pdu(self.sock)[0])
         if status:
             self.sock.close()

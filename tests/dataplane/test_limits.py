@@ -86,9 +86,10 @@ def attack(target: str, connections: int, writes: int) -> tuple[list[socket.sock
     sockets and how the target answered each write."""
     answers = {"r2t": 0, "task_set_full": 0, "other": 0, "login_refused": 0}
     socks = []
-    for _ in range(connections):
+    for n in range(connections):
         s = socket.create_connection(("127.0.0.1", 3260), timeout=10)
-        s.sendall(login_pdu("iqn.2024-01.org.netcfg.test:attacker", target))
+        # A session each: one ISID would reinstate (close) the one before.
+        s.sendall(login_pdu("iqn.2024-01.org.netcfg.test:attacker", target, isid=n + 1))
         if login_status(read_pdu(s)[0]):
             answers["login_refused"] += 1
             s.close()
@@ -169,16 +170,16 @@ def test_max_connections_refuses_logins_beyond_it(netns_dir, tmp_path):
     p = start_runner(config, tmp_path, "--netns-connections", "4")
     held = []
     try:
-        for _ in range(2):
-            held.append(Session("127.0.0.1", f"{IQN}:attacked"))
+        for isid in (1, 2):
+            held.append(Session("127.0.0.1", f"{IQN}:attacked", isid=isid))
         with pytest.raises(ConnectionRefusedError, match="0x0302"):
-            Session("127.0.0.1", f"{IQN}:attacked")
+            Session("127.0.0.1", f"{IQN}:attacked", isid=3)
         held.pop().close()
         # A place freed is a place taken again (once the target saw the close).
         deadline = time.monotonic() + 5
         while True:
             try:
-                held.append(Session("127.0.0.1", f"{IQN}:attacked"))
+                held.append(Session("127.0.0.1", f"{IQN}:attacked", isid=4))
                 break
             except ConnectionRefusedError:
                 assert time.monotonic() < deadline, "the closed session's place never came back"
