@@ -161,6 +161,16 @@ def _check_mtu(obj: ConfigObject, model: Model, report) -> None:
                          "mtu")
         if getattr(kind, "mtu_from_lower", False):
             _check_lower_mtu(obj, mtu, model, report)
+    if "disable-ipv6" in attrs:
+        low = mtu if mtu is not None else effective_mtu(obj, model)
+        if low is not None and low < IPV6_MIN_MTU:
+            # No IPv6 state at all below 1280 (addrconf drops the device's
+            # inet6_dev): no net.ipv6.conf.IF to write, nothing to read back.
+            report.error(obj.where("disable-ipv6"),
+                         f"{obj.label()}: disable-ipv6 on an interface whose MTU is {low}; "
+                         f"below {IPV6_MIN_MTU} the kernel has no IPv6 on it at all, and no "
+                         f"disable_ipv6 setting to write. Remove disable-ipv6, or raise the "
+                         f"mtu", "disable-ipv6")
     six = [a for a in attrs.get("address", ()) if ":" in a]
     if not six:
         return
@@ -244,6 +254,7 @@ def _check_routes(model: Model, report) -> None:
         return
     seen: dict[tuple, tuple[ConfigObject, str, dict]] = {}
     local6: dict[str, set] = {}
+    connected = _connected_routes(model)
     for obj in sorted(with_routes, key=lambda o: o.loc):
         for attribute, route in _routes(obj):
             where = obj.where(attribute)
@@ -261,6 +272,16 @@ def _check_routes(model: Model, report) -> None:
                 continue
             if dev is None:
                 continue  # a dangling dev, reported with the references
+            family = 6 if ":" in route["to"] else 4
+            if route.get("metric", USER_METRIC[family]) == KERNEL_METRIC[family]:
+                owner = connected.get((obj.netns, table, route["to"]))
+                if owner is not None:
+                    report.error(where,
+                                 f"{obj.label()}: the route to {route['to']} is the one the "
+                                 f"kernel makes for {owner.name}'s address on that prefix "
+                                 f"(same table and metric); it refuses a second. Leave the "
+                                 f"route out, or give it a metric", attribute)
+                    continue
             if not is_up(dev):
                 why = ("it has 'link-down yes'" if dev.attrs.get("link-down")
                        else f"no 'auto {dev.name}' line brings it up")
@@ -278,6 +299,30 @@ def _check_routes(model: Model, report) -> None:
             via = route.get("via")
             if via is not None:
                 _check_gateway(obj, attribute, route, dev, model, local6, report)
+
+
+# The metric of the route the kernel adds for an address's prefix, and the
+# one a route written without a metric gets (IPv4: 0 for both; IPv6:
+# IP6_RT_PRIO_ADDRCONF and IP6_RT_PRIO_USER).
+KERNEL_METRIC = {4: 0, 6: 256}
+USER_METRIC = {4: 0, 6: 1024}
+
+
+def _connected_routes(model: Model) -> dict[tuple, ConfigObject]:
+    """(netns, table, prefix) -> the device whose address makes the kernel add
+    that prefix route: up devices only (the route exists while up), not
+    host prefixes (/32, /128: no prefix route); in the device's VRF table."""
+    routes: dict[tuple, ConfigObject] = {}
+    for obj in model.interfaces.values():
+        addresses = obj.attrs.get("address")
+        if not addresses or not is_up(obj):
+            continue
+        table = ("vrf", obj.attrs["vrf"]) if "vrf" in obj.attrs else None
+        for address in addresses:
+            interface = ipaddress.ip_interface(address)
+            if interface.network.prefixlen < interface.max_prefixlen:
+                routes.setdefault((obj.netns, table, str(interface.network)), obj)
+    return routes
 
 
 def _ipv6_on(dev: ConfigObject, model: Model) -> bool:

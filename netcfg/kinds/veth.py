@@ -182,10 +182,11 @@ def _infer_peer_netns(model: Model, report) -> None:
     or a veth that names this one back."""
     by_name: dict[str, list[ConfigObject]] | None = None
     for obj in list(model.interfaces.values()):
-        if obj.kind != "veth" or obj.implicit or PEER_NETNS in obj.locs:
+        if obj.kind != "veth" or obj.implicit:
             continue
         name = obj.attrs.get(PEER_NAME)
-        if name is None or (obj.netns, name) in model.interfaces:
+        written = PEER_NETNS in obj.locs
+        if name is None or peer_key(obj) in model.interfaces:
             continue
         if by_name is None:
             by_name = {}
@@ -193,6 +194,18 @@ def _infer_peer_netns(model: Model, report) -> None:
                 if not other.implicit:
                     by_name.setdefault(other.name, []).append(other)
         candidates = [c for c in by_name.get(name, ()) if _could_be_peer(c, obj)]
+        if written:
+            # The peer is made where veth-peer-netns says; a plain stanza of
+            # its name elsewhere would configure a device nobody makes.
+            for stanza in candidates:
+                if stanza.kind == "physical" and stanza.netns != peer_key(obj)[0]:
+                    report.error(obj.where(PEER_NETNS),
+                                 f"{obj.label()}: {PEER_NETNS} puts {name} in "
+                                 f"{_where(peer_key(obj)[0])}, but {name}'s own stanza "
+                                 f"({stanza.loc}) is in {_where(stanza.netns)}; write "
+                                 f"'{PEER_NETNS} {netns_word(stanza.netns)}', or move the "
+                                 f"stanza", PEER_NETNS)
+            continue
         if len(candidates) == 1:
             peer = candidates[0]
             obj.attrs[PEER_NETNS] = peer.netns
@@ -203,6 +216,10 @@ def _infer_peer_netns(model: Model, report) -> None:
                          f"{obj.label()}: {PEER_NAME} {name} is declared in several other "
                          f"namespaces ({places}); say which end is this veth's peer with "
                          f"'{PEER_NETNS} NS'", PEER_NAME)
+
+
+def _where(netns: str) -> str:
+    return f"namespace {netns}" if netns else "the host namespace"
 
 
 def _could_be_peer(candidate: ConfigObject, obj: ConfigObject) -> bool:

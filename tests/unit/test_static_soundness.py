@@ -226,3 +226,12 @@ def test_lo_comes_up_in_a_new_namespace_unless_the_config_says(tmp_path):
 def test_macvlan_lowers_and_ipv6_routes(tmp_path, text, error):
     found = errors(ROUTED + text, tmp_path)
     assert len(found) == 1 and error in found[0], found
+
+
+def test_a_route_the_kernel_makes_for_an_address_is_refused(tmp_path):
+    (found,) = errors(ROUTED + "    route 10.0.0.0/24 dev e1\n", tmp_path)
+    assert "the route to 10.0.0.0/24 is the one the kernel makes for e1's address" in found
+    assert errors(ROUTED + "    route 10.0.0.0/24 dev e1 metric 5\n", tmp_path) == []
+    # IPv6 prefix routes have metric 256, a written route 1024 unless it says.
+    assert errors(ROUTED + "    route 2001:db8::/64 dev e1\n", tmp_path) == []
+    assert errors(ROUTED + "    route 2001:db8::/64 dev e1 metric 256\n", tmp_path) != []
