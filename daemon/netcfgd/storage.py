@@ -84,6 +84,8 @@ class StorageHooks(NamespaceHooks):
         """Serve what the config asks for in the namespaces that are ready."""
         model = self.model
         if model is None or (self.service is None and not (model.volumes or model.targets)):
+            # Nothing to serve: nothing done, nothing refused.
+            self.errors, self.error, self.changes = [], None, []
             return
         if self._served == self._state():
             return
