@@ -27,6 +27,29 @@ $(IFUPDOWN2_DIR)/.stamp:
 
 ifupdown2-examples: $(IFUPDOWN2_DIR)/.stamp
 
+# The compatibility tier (docs/compat.md, tests/compat/): the corpus accepted
+# by `netcfg check`, then the same files applied by Debian's ifupdown2 and by
+# netcfg in sandboxes (each a private net + mount namespace with /sys
+# remounted) and the kernel states compared. ifupdown2 runs from the unpacked
+# .deb above; mako (its template engine) is unpacked too, never installed.
+# test-compat runs every file; `make test` runs test-compat-quick, a subset
+# that leaves out files waiting on DHCP (~60 s each without a server).
+COMPAT_PY_DIR := .cache/compat-python
+COMPAT_DEBS := python3-mako python3-markupsafe
+.PHONY: compat-deps test-compat test-compat-quick
+$(COMPAT_PY_DIR)/.stamp:
+	@rm -rf .cache/deb/compat && mkdir -p .cache/deb/compat $(COMPAT_PY_DIR)
+	@cd .cache/deb/compat && { apt-get download $(COMPAT_DEBS) >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get download $(COMPAT_DEBS) >/dev/null 2>&1; }; } \
+	  || { echo "cannot download Debian's python3-mako (apt-get download $(COMPAT_DEBS))"; exit 1; }
+	for deb in .cache/deb/compat/*.deb; do dpkg-deb -x $$deb $(COMPAT_PY_DIR) || exit 1; done
+	@touch $@
+compat-deps: venv ifupdown2-examples $(COMPAT_PY_DIR)/.stamp
+test-compat: compat-deps
+	NETCFG_COMPAT_FULL=1 $(PY) -m pytest -q tests/compat
+test-compat-quick: compat-deps
+	$(PY) -m pytest -q tests/compat
+
 # The Linux open-iscsi initiator (iscsiadm, iscsid) for the VM tier's iSCSI
 # test (tests/kernel/test_vm_iscsi.py), unpacked into .cache/ with the two
 # libraries it needs and never installed: the package enables iscsid.socket and
@@ -163,6 +186,38 @@ test-dataplane: venv dataplane-deps
 	@if [ "$$(id -u)" = 0 ]; then \
 	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/dataplane; \
 	else echo "test-dataplane: pytest tier skipped (needs root for namespaces)"; fi
+
+# The fleet path (docs/fleet.md): the Ansible collection fleet/ansible/ run by
+# ansible-core against 20 fake hosts, each a network + mount namespace with its
+# own netcfgd and sshd. ansible-core and ansible-lint go into their own venv so
+# the product's stays small; Debian's sshd is unpacked into .cache/ and never
+# installed (the package would start ssh.service on the host).
+.PHONY: fleet-deps test-fleet
+ANSIBLE_VENV := .cache/ansible-venv
+OPENSSH_DIR := .cache/openssh
+OPENSSH_DEBS := openssh-server openssh-sftp-server libwrap0
+$(ANSIBLE_VENV)/.stamp:
+	$(PYTHON) -m venv $(ANSIBLE_VENV)
+	$(ANSIBLE_VENV)/bin/python -m pip install -q 'ansible-core>=2.17' ansible-lint
+	@touch $@
+$(OPENSSH_DIR)/.stamp:
+	@rm -rf .cache/deb/openssh && mkdir -p .cache/deb/openssh $(OPENSSH_DIR)
+	@cd .cache/deb/openssh && { apt-get download $(OPENSSH_DEBS) >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get download $(OPENSSH_DEBS) >/dev/null 2>&1; }; } \
+	  || { echo "cannot download Debian's openssh-server (apt-get download openssh-server)"; exit 1; }
+	for deb in .cache/deb/openssh/*.deb; do dpkg-deb -x $$deb $(OPENSSH_DIR) || exit 1; done
+	@LD_LIBRARY_PATH=$(OPENSSH_DIR)/lib/x86_64-linux-gnu:$(OPENSSH_DIR)/usr/lib/x86_64-linux-gnu \
+	  ldd $(OPENSSH_DIR)/usr/sbin/sshd | grep 'not found' \
+	  && { echo "Debian's sshd needs libraries this host lacks (above)"; exit 1; } || true
+	@touch $@
+fleet-deps: venv $(ANSIBLE_VENV)/.stamp $(OPENSSH_DIR)/.stamp
+	@command -v ssh >/dev/null || { echo "fleet-deps: the ssh client is missing: apt-get install openssh-client"; exit 1; }
+
+test-fleet: fleet-deps
+	@if [ "$$(id -u)" = 0 ]; then \
+	  ANSIBLE_VENV=$(CURDIR)/$(ANSIBLE_VENV) SSHD=$(CURDIR)/$(OPENSSH_DIR)/usr/sbin/sshd \
+	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/fleet; \
+	else echo "test-fleet: skipped (needs root for namespaces)"; fi
 
 # The Debian package (docs/debian.md): built from a clean copy of the tree with
 # Debian's own toolchain into .cache/deb/. test-deb lints it, then installs it

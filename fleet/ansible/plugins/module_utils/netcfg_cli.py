@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: netcfg developers
+# GNU General Public License v2.0 or later (see COPYING or https://www.gnu.org/licenses/gpl-2.0.txt)
+"""What the netcfg.fleet modules share: running the `netcfg` command line on
+the managed host, and the small record of an `apply --confirm` that waits.
+
+The modules speak to netcfg only through its command line (`netcfg apply
+--dry-run --json`, `netcfg apply --confirm`, `netcfg confirm`, `netcfg status
+--json`), never by importing it: the CLI and its exit codes are netcfg's
+stable interface, its Python modules are not.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import sys
+
+# The record of the trial the fleet started: which client waits for `netcfg
+# confirm`, where its output goes, and which staged config it applied. In
+# netcfg's run dir (root only, tmpfs: a reboot forgets it, as netcfgd does).
+TRIAL_RECORD = "fleet-trial.json"
+CLIENT_OUT = "fleet-apply.out"
+CLIENT_ERR = "fleet-apply.err"
+# What `netcfg apply --confirm` prints (stderr) once the change is in and
+# verified, with or without netcfgd: the change is now on trial.
+ON_TRIAL_MARK = "run 'netcfg confirm' within"
+
+EXIT_OK = 0
+EXIT_INVALID_OR_NOT_WAITING = 1
+EXIT_REVERTED = 3
+
+
+def netcfg_executable(module):
+    """The `netcfg` to run: the `executable` option, else PATH, else the one
+    next to the Python running this module (a venv install)."""
+    path = module.params.get("executable")
+    if path:
+        return path
+    found = module.get_bin_path("netcfg")
+    if found:
+        return found
+    beside = os.path.join(os.path.dirname(sys.executable), "netcfg")
+    if os.access(beside, os.X_OK):
+        return beside
+    module.fail_json(msg="netcfg is not installed on this host (no `netcfg` on PATH); "
+                         "set the module's `executable` option to its path")
+
+
+def run_dir(module):
+    """netcfg's run dir: the option, else $NETCFG_RUN_DIR, else /run/netcfg."""
+    return module.params.get("run_dir") or os.environ.get("NETCFG_RUN_DIR") or "/run/netcfg"
+
+
+def run_netcfg(module, netcfg, *args):
+    """(rc, stdout, stderr) of `netcfg ARGS`, with NETCFG_RUN_DIR passed on."""
+    env = {"NETCFG_RUN_DIR": run_dir(module)}
+    return module.run_command([netcfg] + list(args), environ_update=env)
+
+
+def load_json(module, text, what):
+    try:
+        return json.loads(text)
+    except ValueError:
+        module.fail_json(msg="%s did not print JSON" % what, stdout=text)
+
+
+def read_record(module):
+    """The trial record, or None when the fleet started none."""
+    path = os.path.join(run_dir(module), TRIAL_RECORD)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def write_record(module, record):
+    directory = run_dir(module)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    path = os.path.join(directory, TRIAL_RECORD)
+    with open(path + ".new", "w") as f:
+        json.dump(record, f)
+    os.rename(path + ".new", path)
+
+
+def drop_record(module):
+    try:
+        os.unlink(os.path.join(run_dir(module), TRIAL_RECORD))
+    except OSError:
+        pass
+
+
+def process_alive(pid):
+    """True while PID runs (a zombie is not running: it waits to be reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (IOError, OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def staged_path(dest):
+    """Where a new config waits for its confirmation, next to dest: same
+    filesystem, so promoting it is a rename."""
+    return dest.rstrip("/") + ".staged"
+
+
+def promote(staged, dest):
+    """Make the staged config the one at dest: two renames, the previous one
+    kept as DEST.previous (for the operator; netcfg does not read it)."""
+    previous = dest.rstrip("/") + ".previous"
+    if os.path.lexists(previous):
+        shutil.rmtree(previous)
+    if os.path.lexists(dest):
+        os.rename(dest, previous)
+    os.rename(staged, dest)
+
+
+def plan_text(plan):
+    """The plan as lines of a diff: + for what is added, - for what is
+    deleted, ~ for what is set on an existing object."""
+    lines = []
+    for number, batch in enumerate(plan.get("batches") or [], start=1):
+        lines.append("@@ batch %d (%d operations) @@" % (number, len(batch)))
+        for op in batch:
+            action = op.get("action", "?")
+            sign = "+" if action.endswith("-add") else "-" if action.endswith("-del") else "~"
+            words = [action, op.get("name", "")]
+            if op.get("subject"):
+                words.append(str(op["subject"]))
+            for key, value in sorted((op.get("params") or {}).items()):
+                words.append("%s=%s" % (key, value))
+            if op.get("netns"):
+                words.append("(netns %s)" % op["netns"])
+            lines.append("%s %s" % (sign, " ".join(w for w in words if w)))
+    return "\n".join(lines) + ("\n" if lines else "")
