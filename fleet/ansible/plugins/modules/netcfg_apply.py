@@ -17,7 +17,7 @@ version_added: "0.1.0"
 description:
   - Copies the templates of O(src) (a directory of C(*.tmpl) with its C(vars.json) and
     C(lib/), or one C(.tmpl) file, read on the controller) to a staging directory next
-    to O(dest) on the host, and runs C(netcfg apply --dry-run --json) on it: that plan,
+    to O(dest) on the host, and runs C(netcfg apply --dry-run --json) on it. That plan,
     against the host's running kernel state, is what the module reports.
   - When the plan is not empty, starts C(netcfg apply --confirm) on the staged config,
     detached from the SSH session, and returns once the change is applied and verified.
@@ -25,7 +25,7 @@ description:
     M(netcfg.fleet.netcfg_confirm) runs within O(confirm_timeout) seconds. A host whose
     change cut it off never gets that confirmation, so it reverts by itself.
   - When the plan is empty nothing is applied and the result is C(changed=false),
-    unless the files differ from O(dest): then they are installed there (the running
+    unless the files differ from O(dest), which are then installed there (the running
     state already matches them).
   - O(dest) is replaced with the staged config only after the confirmation (by
     M(netcfg.fleet.netcfg_confirm)), so a reverted change never reaches it.

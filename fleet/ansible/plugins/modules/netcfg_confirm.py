@@ -18,8 +18,8 @@ description:
     M(netcfg.fleet.netcfg_apply) put on trial, waits for the apply to report, and
     installs the staged config as the host's config directory (netcfgd then enforces it
     from there).
-  - Run it over a new SSH connection, after the probes (C(meta: reset_connection)
-    first): a host that the change cut off cannot be reached, is never confirmed, and
+  - Run it over a new SSH connection, after the probes (C(ansible.builtin.meta) C(reset_connection)
+    first). A host that the change cut off cannot be reached, is never confirmed, and
     netcfgd reverts it at the deadline.
   - With O(state=reverted), interrupts the waiting apply, which reverts the change now
     (for a host that can still be reached but failed a probe).
