@@ -99,8 +99,16 @@ def _check_address_conflicts(model: Model, report) -> None:
     owners: dict[tuple[str, str, str], ConfigObject] = {}
     for obj in model.interfaces.values():
         vrf = obj.attrs.get("vrf", "")
+        prefixes: dict[str, str] = {}
         for address in obj.attrs.get("address", ()):
             ip = address.split("/")[0]
+            if ":" in ip and prefixes.setdefault(ip, address) != address:
+                # IPv4 keeps one address per (address, prefix); IPv6 one per
+                # address (EEXIST "address already assigned").
+                report.error(obj.where("address"),
+                             f"{obj.label()}: IPv6 address {ip} is written with two prefixes, "
+                             f"{prefixes[ip]} and {address}; a device holds an IPv6 address "
+                             f"once. Keep one", "address")
             first = owners.setdefault((obj.netns, vrf, ip), obj)
             if first is not obj:
                 report.error(obj.where("address"),

@@ -193,11 +193,11 @@ def _infer_peer_netns(model: Model, report) -> None:
             for other in model.interfaces.values():
                 if not other.implicit:
                     by_name.setdefault(other.name, []).append(other)
-        candidates = [c for c in by_name.get(name, ()) if _could_be_peer(c, obj)]
         if written:
             # The peer is made where veth-peer-netns says; a plain stanza of
-            # its name elsewhere would configure a device nobody makes.
-            for stanza in candidates:
+            # its name elsewhere (this veth's own namespace included) would
+            # configure a device nobody makes.
+            for stanza in by_name.get(name, ()):
                 if stanza.kind == "physical" and stanza.netns != peer_key(obj)[0]:
                     report.error(obj.where(PEER_NETNS),
                                  f"{obj.label()}: {PEER_NETNS} puts {name} in "
@@ -206,6 +206,7 @@ def _infer_peer_netns(model: Model, report) -> None:
                                  f"'{PEER_NETNS} {netns_word(stanza.netns)}', or move the "
                                  f"stanza", PEER_NETNS)
             continue
+        candidates = [c for c in by_name.get(name, ()) if _could_be_peer(c, obj)]
         if len(candidates) == 1:
             peer = candidates[0]
             obj.attrs[PEER_NETNS] = peer.netns

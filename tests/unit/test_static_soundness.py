@@ -235,3 +235,9 @@ def test_a_route_the_kernel_makes_for_an_address_is_refused(tmp_path):
     # IPv6 prefix routes have metric 256, a written route 1024 unless it says.
     assert errors(ROUTED + "    route 2001:db8::/64 dev e1\n", tmp_path) == []
     assert errors(ROUTED + "    route 2001:db8::/64 dev e1 metric 256\n", tmp_path) != []
+
+
+def test_an_ipv6_address_with_two_prefixes_is_refused(tmp_path):
+    (found,) = errors(ROUTED + "    address 2001:db8::1/128\n", tmp_path)
+    assert "IPv6 address 2001:db8::1 is written with two prefixes" in found
+    assert errors(ROUTED + "    address 10.0.0.1/32\n", tmp_path) == []   # IPv4 may
