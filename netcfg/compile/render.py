@@ -23,10 +23,12 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from sys import _getframe
+from types import FrameType
 
 from mako import exceptions as mako_exceptions
 from mako.lookup import TemplateLookup
@@ -84,11 +86,17 @@ class RenderLimit:
     compile; elsewhere the limit is not enforced (nothing else can stop a
     Python thread). While armed, a SIGINT that would raise KeyboardInterrupt
     is told apart from a template raising one itself.
+
+    Past the deadline the signal comes every 50 ms, and each time it also
+    traces the template's frames (``in_template``) so that the next line a
+    template runs raises again: a template that catches the first stop inside
+    its loop (`except BaseException: pass`) is stopped on that `pass`.
     """
 
-    def __init__(self, seconds: float | None):
+    def __init__(self, seconds: float | None, in_template=lambda frame: False):
         self.seconds = seconds
         self.deadline = time.monotonic() + seconds if seconds else None
+        self.in_template = in_template
         self.active = False
         self.interrupted = False
 
@@ -100,7 +108,7 @@ class RenderLimit:
         if threading.current_thread() is not threading.main_thread():
             return self
         old_int = signal.getsignal(signal.SIGINT)
-        self._saved = (signal.getsignal(signal.SIGALRM), old_int)
+        self._saved = (signal.getsignal(signal.SIGALRM), old_int, sys.gettrace())
         self.active = True
         if self.deadline is not None:
             signal.signal(signal.SIGALRM, self._on_alarm)
@@ -116,13 +124,30 @@ class RenderLimit:
             return
         if self.deadline is not None:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        alarm, interrupt = self._saved
+        alarm, interrupt, trace = self._saved
         signal.signal(signal.SIGALRM, alarm)
         signal.signal(signal.SIGINT, interrupt)
+        if sys.gettrace() is not trace:
+            sys.settrace(trace)
 
-    def _on_alarm(self, _signum: int, _frame: object) -> None:
-        if self.active and self.expired():
+    def _on_alarm(self, _signum: int, frame: FrameType | None) -> None:
+        if not (self.active and self.expired()):
+            return
+        # A trace function that raises is unset by Python: set again each time.
+        sys.settrace(self._trace_call)
+        while frame is not None:
+            if self.in_template(frame):
+                frame.f_trace = self._trace_line
+            frame = frame.f_back
+        raise RenderTimeout()
+
+    def _trace_call(self, frame: FrameType, _event: str, _arg: object):
+        return self._trace_line if self.in_template(frame) else None
+
+    def _trace_line(self, _frame: FrameType, event: str, _arg: object):
+        if self.active and event == "line":
             raise RenderTimeout()
+        return self._trace_line
 
     def _on_interrupt(self, _signum: int, _frame: object) -> None:
         self.interrupted = True
@@ -410,7 +435,7 @@ class Renderer:
         self.lib_dirs = list(lib_dirs)
         self.variables = dict(variables)
         # One budget for every file this compile renders (sourced ones too).
-        self.limit = RenderLimit(timeout)
+        self.limit = RenderLimit(timeout, self._is_template_frame)
         # id(module globals) -> line map. Each entry holds that dict, so an id
         # cannot be reused while its entry exists.
         self._modules: dict[int, _ModuleLines] = {}
@@ -456,6 +481,8 @@ class Renderer:
                 # as keyword arguments, which is how `<%page args="vlans=4094"/>`
                 # receives them; without the latter, page args keep their defaults.
                 template.render_context(Context(buffer, **self.variables), **self.variables)
+            if limit.interrupted:
+                raise RealInterrupt()   # a template swallowed the operator's Ctrl-C
         except (mako_exceptions.SyntaxException, mako_exceptions.CompileException) as e:
             raise ConfigInvalid([self._compile_error(e, name)]) from None
         except RealInterrupt:
@@ -470,6 +497,9 @@ class Renderer:
                 self._forget(template)
         out, origins = buffer.result()
         return RenderedSource(name, out, origins)
+
+    def _is_template_frame(self, frame: FrameType) -> bool:
+        return id(frame.f_globals) in self._modules
 
     def _register(self, template: Template) -> None:
         key = id(template.module.__dict__)

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,66 @@ def test_confirm_removes_a_socket_left_by_a_dead_apply(run_dir):
     code, _, err = run(["confirm"])
     assert code == 1 and "no apply is waiting" in err
     assert not stale.exists()
+
+
+# ---------------------------------------------------------------- templates that misbehave
+
+def test_a_template_exiting_fails_check_with_its_line(tmp_path):
+    """SystemExit(0) in a template made `check` exit 0 saying nothing."""
+    path = tmp_path / "t.tmpl"
+    path.write_text("auto lo\n<% raise SystemExit(0) %>\n")
+    code, out, err = run(["check", "-c", str(path)])
+    assert code == 1 and out == ""
+    assert err.startswith(f"{path}:2: error: template error: SystemExit: ")
+
+
+def test_an_endless_template_stops_at_the_render_timeout(tmp_path, monkeypatch):
+    path = tmp_path / "t.tmpl"
+    path.write_text("auto lo\n% while True:\n% endwhile\n")
+    code, _, err = run(["check", "--render-timeout", "0.2", "-c", str(path)])
+    assert code == 1 and f"{path}:2: error: template error: timeout: " in err
+    assert "longer than 0.2 s" in err
+    monkeypatch.setenv("NETCFG_RENDER_TIMEOUT", "0.3")
+    code, _, err = run(["render", "-c", str(path)])
+    assert code == 1 and "longer than 0.3 s" in err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "inf", "nan"])
+def test_a_render_timeout_must_be_positive_seconds(tmp_path, value):
+    code, _, _ = run(["check", "--render-timeout", value, "-c", str(tmp_path)])
+    assert code == 2
+
+
+def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path):
+    """SIGINT in the middle of the CLI's imports (the first ~150 ms): made
+    certain here by sending it from an import hook, as netcfg.cli imports."""
+    path = tmp_path / "t.tmpl"
+    path.write_text("auto lo\n")
+    script = textwrap.dedent(f"""\
+        import os, signal, sys
+
+        class Interrupt:
+            def find_spec(self, name, path, target=None):
+                if name == "netcfg.cli_kernel":
+                    os.kill(os.getpid(), signal.SIGINT)
+                return None
+
+        sys.meta_path.insert(0, Interrupt())
+        sys.argv = ["netcfg", "check", "-c", {str(path)!r}]
+        from netcfg.cli import main
+        sys.exit(main())
+        """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 130 and done.stderr == "netcfg: interrupted\n", done.stderr
+    assert done.stdout == ""
+
+
+def test_ctrl_c_during_a_render_is_exit_130(tmp_path):
+    """After start-up, Python's handler is back: Ctrl-C while a template runs
+    is the operator's interrupt (130), not the template's error (1)."""
+    path = tmp_path / "t.tmpl"
+    path.write_text("<%\n    import os, signal\n    os.kill(os.getpid(), signal.SIGINT)\n%>\n")
+    done = subprocess.run([sys.executable, "-m", "netcfg", "check", "-c", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and done.stderr == "netcfg: interrupted\n", done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import textwrap
 
 import pytest
@@ -299,3 +300,69 @@ def test_page_args_receive_variables(tmp_path):
                     '% endfor\n')
     out = Renderer([], {"n": 3}).render_file(str(path))
     assert out.text.split() == ["x0", "x1", "x2"]
+
+
+# ---------------------------------------------------------------- what a template may not do
+
+@pytest.mark.parametrize("code, line, kind, says", [
+    ("<% raise SystemExit(0) %>", 2, "SystemExit", "sys.exit(0)"),
+    ("<%\n    import sys\n    sys.exit()\n%>", 4, "SystemExit", "sys.exit(None)"),
+    ("<% raise GeneratorExit() %>", 2, "GeneratorExit", "BaseException"),
+    ("<% raise KeyboardInterrupt() %>", 2, "KeyboardInterrupt", "BaseException"),
+    ("${(_ for _ in ()).throw(BaseException('mine'))}", 2, "BaseException", "mine; "),
+])
+def test_a_template_ending_the_process_is_an_error_at_its_line(tmp_path, code, line, kind, says):
+    path = write(tmp_path / "t.tmpl", "auto lo\n" + code + "\nauto eth0\n")
+    diag = render_error(Renderer([], {}), path)
+    assert diag.loc == SourceLocation(path, line)
+    assert diag.message.startswith(f"template error: {kind}: ") and says in diag.message
+
+
+@pytest.mark.parametrize("body", [
+    "% while True:\n% endwhile\n",
+    # Catching the first stop does not help: it comes again.
+    "<%\nwhile True:\n    try:\n        sum(range(1000))\n    except BaseException:\n"
+    "        pass\n%>\n",
+])
+def test_an_endless_template_is_stopped_at_its_line(tmp_path, body):
+    path = write(tmp_path / "t.tmpl", "auto lo\n" + body)
+    diag = render_error(Renderer([], {}, timeout=0.2), path)
+    assert diag.loc.file == path and diag.loc.line in (2, 3, 4, 5, 6)
+    assert "longer than 0.2 s (--render-timeout, $NETCFG_RENDER_TIMEOUT)" in diag.message
+
+
+def test_a_spent_budget_fails_the_next_file_at_once(tmp_path):
+    renderer = Renderer([], {}, timeout=0.2)
+    render_error(renderer, write(tmp_path / "t.tmpl", "% while True:\n% endwhile\n"))
+    later = write(tmp_path / "u.tmpl", "<% x = 1 %>auto lo\n")
+    diag = render_error(renderer, later)
+    assert diag.loc == SourceLocation(later, 1) and "longer than 0.2 s" in diag.message
+
+
+def test_the_limit_leaves_the_signal_handlers_as_it_found_them(tmp_path):
+    alarm, interrupt = signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT)
+    Renderer([], {}, timeout=5).render_file(write(tmp_path / "t.tmpl", "<% x = 1 %>auto lo\n"))
+    render_error(Renderer([], {}), write(tmp_path / "u.tmpl", "<% raise SystemExit(3) %>\n"))
+    assert signal.getsignal(signal.SIGALRM) is alarm
+    assert signal.getsignal(signal.SIGINT) is interrupt
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.skipif(signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="the test runner handles SIGINT itself")
+def test_a_real_ctrl_c_interrupts_even_a_template_that_catches_it(tmp_path):
+    """Ctrl-C is the operator's, not the template's error: KeyboardInterrupt
+    out of the render (the CLI's exit 130), though the template swallowed it."""
+    path = write(tmp_path / "t.tmpl", textwrap.dedent("""\
+        <%
+            import os, signal
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                sum(range(100000))
+            except BaseException:
+                pass
+        %>
+        auto lo
+        """))
+    with pytest.raises(KeyboardInterrupt):
+        Renderer([], {}).render_file(path)
