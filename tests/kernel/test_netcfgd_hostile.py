@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -65,10 +63,13 @@ class Dribbler:
 
 
 def test_a_dribbling_client_does_not_stall_repairs_or_status(make_daemon):
-    daemon = make_daemon(TENANTS)
+    daemon = make_daemon(TENANTS, watchdog_usec=400_000)
     dribbler = Dribbler(socket_path(str(daemon.run_dir)))
     try:
+        pings = len([m for m in daemon.messages if m == "WATCHDOG=1"])
         time.sleep(DRIBBLE_EVERY_S + 0.2)   # it has sent a byte or two, and waits
+        # The loop kept turning, so it kept feeding the watchdog (every 0.2 s).
+        assert len([m for m in daemon.messages if m == "WATCHDOG=1"]) - pings >= 4
         ip("-n", "red", "addr", "del", "10.0.1.2/30", "dev", "eth0")
         started = time.monotonic()
         wait_for(lambda: addresses("red", "eth0") == {"10.0.1.2/30"}, 60,
@@ -131,13 +132,21 @@ def test_nested_and_oversized_requests_get_a_protocol_error(make_daemon):
 
 def test_an_endless_template_in_a_reload_is_cut_off(make_daemon):
     """A SIGHUP reload of a template that never ends: the render limit stops
-    it, the daemon keeps its last good config and keeps repairing."""
-    daemon = make_daemon(TENANTS, args=("--render-timeout", "1"))
+    it, the daemon keeps its last good config and keeps repairing. The
+    watchdog is fed by the loop, not a side thread: no WATCHDOG=1 while the
+    loop is stuck in the template."""
+    daemon = make_daemon(TENANTS, watchdog_usec=400_000, args=("--render-timeout", "1.5"))
     (daemon.config / "a.tmpl").write_text(TENANTS + "<% while True: pass %>\n")
     daemon.signal(1)   # SIGHUP
-    failed = daemon.wait_message(lambda m: "READY=1" in m, 20, "READY=1 after the reload")
+    daemon.wait_message(lambda m: "RELOADING=1" in m, 5, "RELOADING=1")
+    stuck_from = time.monotonic()
+    first = daemon.wait_message(lambda m: m == "WATCHDOG=1" or "READY=1" in m, 20,
+                                "the loop turning again")
+    assert time.monotonic() - stuck_from >= 1.0
+    failed = first if "READY=1" in first else \
+        daemon.wait_message(lambda m: "READY=1" in m, 20, "READY=1 after the reload")
     assert "reload failed" in failed
     errors = daemon.status()["daemon"]["config_errors"]
-    assert any("a.tmpl:" in e and "1 s" in e for e in errors), errors
+    assert any("a.tmpl:" in e and "longer than 1.5 s" in e for e in errors), errors
     ip("-n", "red", "addr", "del", "10.0.1.2/30", "dev", "eth0")
     wait_for(lambda: addresses("red", "eth0") == {"10.0.1.2/30"}, 2, "a repair")
