@@ -65,6 +65,11 @@ class Operation:
         return f"{SIGILS[self.action]} {self.action} {self.name}{where}{subject}" + (
             f" {params}" if params else "")
 
+    def __str__(self) -> str:
+        # Messages name an operation (a netlink error's tag, netcfgd's log)
+        # with str(); the dataclass repr is for developers, never operators.
+        return self.describe()
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"action": self.action, "name": self.name}
         if self.netns:
