@@ -161,6 +161,17 @@ test-kernel: venv kernel-deps
 	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/kernel; \
 	else echo "test-kernel: skipped (needs root for namespaces)"; fi
 
+# The soundness property (tests/kernel/test_soundness.py, docs/soundness.md):
+# check refuses at a line, or apply succeeds and converges. test-kernel runs a
+# bounded, derandomized number of generated configs; this runs many more.
+SOUNDNESS_EXAMPLES ?= 10000
+.PHONY: soundness
+soundness: venv
+	@if [ "$$(id -u)" = 0 ]; then \
+	  NETCFG_SOUNDNESS_EXAMPLES=$(SOUNDNESS_EXAMPLES) unshare --net --mount --propagation private \
+	    $(PY) -m pytest -q -s -p no:cacheprovider tests/kernel/test_soundness.py; \
+	else echo "soundness: skipped (needs root for namespaces)"; fi
+
 test-unit: venv
 	$(PY) -m pytest -q tests/unit tests/golden
 
