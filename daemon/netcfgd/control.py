@@ -30,6 +30,7 @@ from typing import Any
 
 from netcfg.client import MAX_LINE, PROTOCOL_VERSION
 from netcfg.compile.jsonform import MAX_JSON_DEPTH, json_depth
+from netcfg.compile.names import ifname_problem, netns_name_problem
 from netcfg.errors import EXIT_USAGE, NetcfgError
 
 _UCRED = struct.Struct("=iII")   # struct ucred: pid, uid, gid
@@ -99,9 +100,13 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     _check_types(request, _FIELD_TYPES, "")
     if "source" in request:
         _check_types(request["source"], _SOURCE_TYPES, "source.")
-    for key in ("interfaces", "netns"):
-        if any(not isinstance(item, str) for item in request.get(key) or ()):
-            raise ProtocolError(f'"{key}" must be a list of names')
+    for key, problem in (("interfaces", ifname_problem), ("netns", netns_name_problem)):
+        for item in request.get(key) or ():
+            if not isinstance(item, str):
+                raise ProtocolError(f'"{key}" must be a list of names')
+            why = problem(item) if item else None   # "": the host's namespace
+            if why is not None:
+                raise ProtocolError(f'"{key}": {item!r} is not a name: {why}')
     return request
 
 

@@ -51,6 +51,8 @@ def test_a_good_request_is_returned_as_sent():
     (line({"version": 1, "command": "apply", "confirm": True}), '"confirm" must be'),
     (line({"version": 1, "command": "apply", "interfaces": "br0"}), '"interfaces" must be'),
     (line({"version": 1, "command": "apply", "interfaces": [["br0"]]}), "a list of names"),
+    (line({"version": 1, "command": "show", "netns": [".."]}), "is not a name"),
+    (line({"version": 1, "command": "apply", "interfaces": ["a:b"]}), "is not a name"),
     (line({"version": 1, "command": "apply", "source": {"path": 7}}), '"source.path"'),
     (line({"version": 1, "command": "apply", "source": {"path": "/", "variables": []}}),
      '"source.variables"'),
