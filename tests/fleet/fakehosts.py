@@ -175,8 +175,14 @@ class Fleet:
         run("ip", "link", "add", port, "master", BRIDGE, "type", "veth",
             "peer", "name", "mgmt0", "netns", str(holder.pid))
         run("ip", "link", "set", port, "up")
+        (tmp / "etc-upper").mkdir()
+        (tmp / "etc-work").mkdir()
         script = "; ".join([
             "set -e",
+            # Its own /etc: what the modules write next to /etc/netcfg (the
+            # staged config) must not be shared with the other hosts.
+            f"mount -t overlay overlay -o lowerdir=/etc,upperdir={tmp}/etc-upper,"
+            f"workdir={tmp}/etc-work /etc",
             *(f"mount -t tmpfs -o mode={mode} {name} {path}" for name, path, mode in (
                 ("netcfg-etc", "/etc/netcfg", "755"), ("netcfg-run", "/run/netcfg", "700"),
                 ("netns", "/run/netns", "755"))),

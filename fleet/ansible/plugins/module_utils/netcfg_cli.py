@@ -112,14 +112,33 @@ def staged_path(dest):
 
 
 def promote(staged, dest):
-    """Make the staged config the one at dest: two renames, the previous one
-    kept as DEST.previous (for the operator; netcfg does not read it)."""
+    """Make the staged config the one at dest, file by file (each a rename, so
+    netcfgd never reads half a file; dest may be a mount point, so it is not
+    renamed itself), and drop the stage. The files dest had are kept in
+    DEST.previous for the operator; netcfg does not read them."""
     previous = dest.rstrip("/") + ".previous"
     if os.path.lexists(previous):
         shutil.rmtree(previous)
-    if os.path.lexists(dest):
-        os.rename(dest, previous)
-    os.rename(staged, dest)
+    if os.path.isdir(dest):
+        shutil.copytree(dest, previous, symlinks=True)
+    else:
+        os.makedirs(dest, 0o755)
+    wanted = set()
+    for root, _dirs, names in os.walk(staged):
+        for name in names:
+            relative = os.path.relpath(os.path.join(root, name), staged)
+            wanted.add(relative)
+            target = os.path.join(dest, relative)
+            if not os.path.isdir(os.path.dirname(target)):
+                os.makedirs(os.path.dirname(target), 0o755)
+            shutil.copy2(os.path.join(root, name), target + ".new")
+            os.rename(target + ".new", target)
+    for root, _dirs, names in os.walk(dest):
+        for name in names:
+            path = os.path.join(root, name)
+            if os.path.relpath(path, dest) not in wanted:
+                os.unlink(path)
+    shutil.rmtree(staged)
 
 
 def plan_text(plan):

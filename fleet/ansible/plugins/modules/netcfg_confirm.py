@@ -90,7 +90,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.netcfg.fleet.plugins.module_utils.netcfg_cli import (
     CLIENT_ERR, CLIENT_OUT, EXIT_INVALID_OR_NOT_WAITING, drop_record, netcfg_executable,
-    process_alive, promote, read_record, run_dir, run_netcfg)
+    process_alive, promote, read_record, run_dir, run_netcfg, write_record)
 
 
 def client_output(module):
@@ -136,11 +136,16 @@ def main():
         module.exit_json(changed=False, outcome="none")
     pid = record["pid"]
     if module.check_mode:
-        module.exit_json(changed=process_alive(pid), outcome="none")
-    if not process_alive(pid):
+        module.exit_json(changed=process_alive(pid) or bool(record.get("confirmed")),
+                         outcome="none")
+    confirmed = bool(record.get("confirmed"))   # an earlier run confirmed, then failed
+    if not confirmed and not process_alive(pid):
         reverted(module, record)
 
     if module.params["state"] == "reverted":
+        if confirmed:
+            module.fail_json(msg="the change was confirmed already; apply the config "
+                                 "from before to undo it")
         # The waiting client reverts on SIGTERM (through netcfgd: trial-abort).
         os.kill(pid, signal.SIGTERM)
         wait_exit(module, pid)
@@ -149,13 +154,16 @@ def main():
         module.exit_json(changed=True, outcome="reverted", stderr=err)
 
     netcfg = netcfg_executable(module)
-    rc, out, err = run_netcfg(module, netcfg, "confirm")
-    if rc == EXIT_INVALID_OR_NOT_WAITING:
-        wait_exit(module, pid)
-        reverted(module, record)   # the deadline came first
-    if rc != 0:
-        module.fail_json(msg="netcfg confirm failed (exit %d): %s" % (rc, err.strip()),
-                         rc=rc, stderr=err)
+    if not confirmed:
+        rc, out, err = run_netcfg(module, netcfg, "confirm")
+        if rc == EXIT_INVALID_OR_NOT_WAITING:
+            wait_exit(module, pid)
+            reverted(module, record)   # the deadline came first
+        if rc != 0:
+            module.fail_json(msg="netcfg confirm failed (exit %d): %s" % (rc, err.strip()),
+                             rc=rc, stderr=err)
+        record["confirmed"] = True
+        write_record(module, record)
     wait_exit(module, pid)
     client_out, client_err = client_output(module)
     try:
@@ -167,12 +175,13 @@ def main():
     # an apply from there (no operations: the kernel is already so) makes
     # netcfgd enforce, reload and restart with it from dest, not the stage.
     dest = record["dest"]
-    promote(record["staged"], dest)
-    drop_record(module)
+    if os.path.isdir(record["staged"]):
+        promote(record["staged"], dest)
     rc, out, err = run_netcfg(module, netcfg, "apply", "-c", dest)
     if rc != 0:
         module.fail_json(msg="confirmed, but netcfg apply -c %s failed (exit %d): %s"
                          % (dest, rc, err.strip()), rc=rc, stderr=err, stdout=out)
+    drop_record(module)
     module.exit_json(changed=True, outcome="confirmed", summary=summary,
                      requests=summary.get("requests"), dest=dest)
 
