@@ -12,7 +12,9 @@ arrive (non-blocking, a selector over every connection) and serves it once
 its line is whole; a client that has not sent a whole request within
 ``request_deadline`` seconds of connecting (the deadline is for the whole
 request, not renewed by each byte) is dropped, and so is one that does not
-read its answer within ``answer_deadline``. A request is bounded in size
+read its answer within ``answer_deadline``. Those seconds are counted only
+while the loop waits, ready to read (``charge``): a client that connected
+while the loop applied someone else's config for a minute was not slow. A request is bounded in size
 (MAX_REQUEST_BYTES) and nesting (MAX_REQUEST_DEPTH), and its fields are
 type-checked here (parse_request), so no request can reach a handler in a
 shape that makes it fail with anything but an answer.
@@ -180,8 +182,8 @@ def _answers(path: str) -> bool:
 
 class ControlConnection:
     """One client: its request read as it arrives, its answer written as it
-    is taken; never a blocking call. ``deadline`` (monotonic) is when it is
-    dropped if still unread or unanswered."""
+    is taken; never a blocking call. ``left`` is how many seconds of the
+    loop's waiting it may still take before it is dropped."""
 
     def __init__(self, sock: socket.socket, now: float | None = None,
                  request_deadline: float = REQUEST_DEADLINE_S):
@@ -190,8 +192,9 @@ class ControlConnection:
         self.pid, self.uid, self.gid = _UCRED.unpack(
             sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
         self.connected_at = time.monotonic() if now is None else now
-        self.deadline = self.connected_at + request_deadline
         self.request_deadline = request_deadline
+        self.left = request_deadline
+        self._phase_from = self.connected_at
         self._in = bytearray()
         self._out = bytearray()
         self.gone = False
@@ -224,10 +227,29 @@ class ControlConnection:
             if len(self._in) > MAX_REQUEST_BYTES:
                 raise ProtocolError(f"the request is longer than {MAX_REQUEST_BYTES} bytes")
 
+    def charge(self, waited_from: float, woke: float) -> None:
+        """The loop waited from ``waited_from`` to ``woke``, ready to read or
+        write this client: that much of its time is used."""
+        start = max(waited_from, self._phase_from)
+        if woke > start:
+            self.left -= woke - start
+
+    def due(self, now: float) -> float:
+        """When it is late if the loop waits from ``now`` on."""
+        return now + max(self.left, 0.0)
+
+    @property
+    def late(self) -> bool:
+        return self.left <= 0
+
     def answering(self, now: float, answer_deadline: float = ANSWER_DEADLINE_S) -> None:
-        """The request was served: what is left of the answer must be taken by then."""
+        """The request was served: the answer must be taken within ``answer_deadline``
+        (set once: a client taking a byte at a time does not renew it)."""
+        if self.served:
+            return
         self.served = True
-        self.deadline = now + answer_deadline
+        self.left = answer_deadline
+        self._phase_from = now
 
     def send(self, message: dict[str, Any]) -> None:
         """One line to the client, as much as it takes now; the rest waits

@@ -229,14 +229,18 @@ class Daemon:
                 trial = self.trials.current
                 for t in (self.dirty.deadline(), self.reconciler.next_wakeup()[0],
                           trial.deadline if trial is not None else None,
-                          min((c.deadline for c in self.clients), default=None)):
+                          min((c.due(now) for c in self.clients), default=None)):
                     if t is not None:
                         deadlines.append(t)
                 due = self.notifier.watchdog_due(now)
                 if due is not None:
                     deadlines.append(now + due)
                 timeout = max(0.0, min(deadlines) - now)
-                for key, _mask in selector.select(0.0 if self.resync_pending else timeout):
+                ready = selector.select(0.0 if self.resync_pending else timeout)
+                woke = time.monotonic()
+                for conn in self.clients:     # their time runs only while we wait
+                    conn.charge(now, woke)
+                for key, _mask in ready:
                     key.data()
                 if self.stop_requested:
                     break
@@ -410,7 +414,7 @@ class Daemon:
         """Clients past their deadline: a request not whole in time, or an
         answer not taken. Told why when they can take it, and logged."""
         assert self._selector is not None
-        for conn in [c for c in self.clients if now >= c.deadline]:
+        for conn in [c for c in self.clients if c.late]:
             self.clients.discard(conn)
             with contextlib.suppress(KeyError):
                 self._selector.unregister(conn)

@@ -89,7 +89,7 @@ def test_an_oversized_request_is_refused_before_it_is_whole():
 def test_a_dribbled_request_is_read_without_waiting():
     server, client = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     conn = ControlConnection(server, now=100.0, request_deadline=5)
-    assert conn.deadline == 105.0
+    assert conn.due(100.0) == 105.0
     raw = line({"version": 1, "command": "status"})
     for byte in raw[:-1]:
         client.send(bytes([byte]))
@@ -98,6 +98,26 @@ def test_a_dribbled_request_is_read_without_waiting():
     client.send(b"\n")
     select.select([conn], [], [], 1)
     assert conn.receive() == {"version": 1, "command": "status"}
+    conn.close()
+    client.close()
+
+
+def test_a_clients_time_runs_only_while_the_loop_waits():
+    """5 s of the loop's waiting, from the connect: time the loop spent
+    serving others (between its waits) is not the client's."""
+    server, client = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = ControlConnection(server, now=100.0, request_deadline=5)
+    conn.charge(98.0, 101.0)        # waited since before it came: 1 s of it
+    assert conn.left == 4.0 and not conn.late
+    conn.charge(160.0, 163.0)       # 101-160 the loop applied a config: not counted
+    assert conn.left == 1.0 and conn.due(163.0) == 164.0
+    conn.charge(163.0, 164.0)
+    assert conn.late
+    conn.answering(170.0, 30)       # a new budget for taking the answer, once
+    assert not conn.late and conn.due(170.0) == 200.0
+    conn.charge(170.0, 180.0)
+    conn.answering(180.0, 30)
+    assert conn.left == 20.0
     conn.close()
     client.close()
 
