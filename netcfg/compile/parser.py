@@ -174,6 +174,8 @@ class _Parser:
         # The hot loop of a compile (200k-line configs exist): str methods only,
         # and no function call for a plain attribute line beyond building it.
         lines = source.text.split("\n")
+        if "\0" in source.text:
+            self._nul_bytes(source, lines)
         origins = source.origins
         n_origins = len(origins) if origins is not None else 0
         name = source.name
@@ -233,6 +235,15 @@ class _Parser:
                     "'iface NAME' line (or another stanza keyword)",
                     attr,
                 )
+
+    def _nul_bytes(self, source: RenderedSource, lines: list[str]) -> None:
+        """No value can hold a NUL: netlink and the kernel's strings end at
+        the first one, so what was written after it would be dropped silently."""
+        for lineno, line in enumerate(lines, 1):
+            if "\0" in line:
+                self.report.error(source.location(lineno), "a NUL byte in the config: no "
+                                  "name or value can contain one (the kernel would cut it "
+                                  "there); remove it")
 
     def _keyword(
         self, keyword: str, words: list[str], loc: SourceLocation, source: RenderedSource
