@@ -7,6 +7,7 @@ one first comment line naming the source (repository, path, commit) and its
 licence. Files identical to one already taken (same text) are skipped, so a
 layout that a test suite repeats in many directories counts once.
 
+    tests/compat/collect.py --derive-without bridge-fd
     tests/compat/collect.py --ifupdown2 GITDIR --pve-docs GITDIR \
         --pve-network GITDIR --cldemo-evpn GITDIR --cldemo-l3clos GITDIR \
         --debian-ifupdown-examples DIR
@@ -24,6 +25,7 @@ import gzip
 import hashlib
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -87,13 +89,41 @@ def adoc_blocks(text: str) -> list[tuple[int, str]]:
     return blocks
 
 
+def derive_cases(attribute: str) -> int:
+    """tests/compat/cases/: each corpus file that `netcfg check` refuses for `attribute`
+    alone, with that attribute's lines removed, so the differential can run it today
+    and show what the attribute changes in the kernel."""
+    sys.path.insert(0, str(CORPUS.parent))
+    import table
+    cases = CORPUS.parent / "cases"
+    made = 0
+    for r in table.check_all():
+        if r.accepted or r.attributes != [attribute]:
+            continue
+        lines = (CORPUS / r.name).read_text().splitlines(keepends=True)
+        keep = [ln for ln in lines[1:]
+                if ln.split()[:1] not in ([attribute], [attribute.replace("-", "_")])]
+        stem = r.name.replace("/", "-").removesuffix(".interfaces")
+        out = cases / f"{stem}-without-{attribute}.interfaces"
+        out.write_text(f"# compat-source: derived from corpus/{r.name} with its '{attribute}' "
+                       f"lines removed; licence: {lines[0].split('licence: ', 1)[-1].strip()}\n"
+                       + "".join(keep) if "licence" in lines[0] else "".join(keep))
+        made += 1
+    return made
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for opt in ("ifupdown2", "pve-docs", "pve-network", "cldemo-evpn", "cldemo-l3clos",
                 "debian-ifupdown-examples"):
         ap.add_argument(f"--{opt}")
     ap.add_argument("--cldemo-l3clos-commit", default="84f2fc8e7d379419fa67108534177ce3df0d2140")
+    ap.add_argument("--derive-without", metavar="ATTRIBUTE",
+                    help="write tests/compat/cases/ from the files refused for ATTRIBUTE alone")
     a = ap.parse_args()
+    if a.derive_without:
+        print(f"cases: {derive_cases(a.derive_without)}")
+        return 0
     corpus = Corpus()
     if a.ifupdown2:
         url = "github.com/CumulusNetworks/ifupdown2"

@@ -1,0 +1,84 @@
+"""The compatibility tier: no regression against tests/compat/expectation.json.
+
+* Acceptance: every corpus file that `netcfg check` accepted when the
+  expectation was recorded is still accepted (a file newly accepted is good
+  news: rerun `tests/compat/table.py --update-expectation`).
+* Differential: each file recorded as run gives the same kernel state as
+  ifupdown2 where it did, and no difference that was not recorded (a
+  recorded difference that went away is good news: rerun
+  `tests/compat/differential.py --update-expectation`). Takeover: no more
+  disruptive requests than recorded.
+
+Root and ifupdown2 (`make compat-deps`) are needed for the differential; it
+skips without them. `make test` runs the quick subset; NETCFG_COMPAT_FULL=1
+(`make test-compat`) runs every recorded file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import differential  # noqa: E402
+import table  # noqa: E402
+
+EXPECTATION = json.loads((HERE / "expectation.json").read_text())
+FULL = os.environ.get("NETCFG_COMPAT_FULL") == "1"
+RECORDED = EXPECTATION.get("differential", {})
+
+
+def test_corpus_is_large_and_every_file_names_its_source():
+    files = table.corpus_files()
+    assert len(files) >= 80
+    for path in files:
+        first = path.read_text().splitlines()[0]
+        assert first.startswith("# compat-source: ") and "licence:" in first, path
+
+
+def test_no_accepted_file_is_refused_now():
+    results = {r.name: r for r in table.check_all()}
+    assert set(EXPECTATION["accepted"]) <= set(results), "corpus files went missing"
+    regressed = [f"{name}: {results[name].errors[:1]}" for name in EXPECTATION["accepted"]
+                 if not results[name].accepted]
+    assert not regressed, "accepted before, refused now:\n" + "\n".join(regressed)
+
+
+def _differential_cases():
+    for name, rec in sorted(RECORDED.items()):
+        if rec["status"] not in ("same", "differs"):
+            continue
+        marks = [] if FULL or not rec.get("slow") else \
+            [pytest.mark.skip(reason="slow (DHCP wait): make test-compat runs it")]
+        yield pytest.param(name, rec, id=name, marks=marks)
+
+
+def _path(name: str) -> Path:
+    return HERE / name if (HERE / name).exists() else HERE / "corpus" / name
+
+
+@pytest.fixture(scope="module")
+def host_kinds():
+    if os.geteuid() != 0:
+        pytest.skip("the differential needs root (namespaces)")
+    share = differential.IFUPDOWN2_ROOT / "usr" / "share" / "ifupdown2" / "__main__.py"
+    if not share.exists():
+        pytest.skip("ifupdown2 is not unpacked: make compat-deps")
+    differential.prepare_outside()
+    return differential.host_kinds()
+
+
+@pytest.mark.parametrize(("name", "recorded"), list(_differential_cases()))
+def test_differential_no_new_difference(name, recorded, host_kinds):
+    out = differential.run_file(_path(name), host_kinds)
+    assert out.status in ("same", "differs"), f"{name}: {out.status} {out.detail}"
+    new = sorted(set(out.differences) - set(recorded["differences"]))
+    assert not new, (f"{name}: kernel state differs from ifupdown2's in ways not recorded "
+                     "in tests/compat/expectation.json:\n" + "\n".join(new))
+    assert len(out.takeover_disruptive) <= recorded["takeover_disruptive"], \
+        f"{name}: takeover now disturbs working devices: {out.takeover_disruptive}"
