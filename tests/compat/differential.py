@@ -327,8 +327,10 @@ def inner(spec_path: str) -> int:
     if spec["tool"] == "ifupdown2":
         argv = _prepare_ifupdown2(spec)
         env["PYTHONPATH"] = str(MAKO_PATH)
-    else:
+    elif spec["tool"] == "netcfg":
         argv = [*NETCFG, "apply", "-c", spec["file"]]
+    else:
+        argv = ["true"]     # "none": the sandbox alone, for the harness's own test
     start = time.monotonic()
     if spec["tool"] == "ifupdown2":
         proc = _run_ifupdown2(argv, env)
@@ -337,7 +339,10 @@ def inner(spec_path: str) -> int:
                               timeout=TIMEOUT - 30)
     result = {"rc": proc.returncode, "log": proc.stdout + proc.stderr,
               "seconds": round(time.monotonic() - start, 2),
-              "state": kstate.read(exclude=[f"cmp{i}" for i in range(1, len(spec["ports"]) + 1)])}
+              "state": kstate.read(exclude=[f"cmp{i}" for i in range(1, len(spec["ports"]) + 1)]),
+              # What /sys shows here: the sandbox's devices, if the remount worked.
+              "sys_class_net": sorted(os.listdir("/sys/class/net")),
+              "netns": os.stat("/proc/self/ns/net").st_ino}
     if spec["tool"] == "netcfg":
         # The silent-outage check: does netcfg itself say the kernel matches?
         query = subprocess.run([*NETCFG, "query", "--check", "-c", spec["file"]],

@@ -82,3 +82,14 @@ def test_differential_no_new_difference(name, recorded, host_kinds):
                      "in tests/compat/expectation.json:\n" + "\n".join(new))
     assert len(out.takeover_disruptive) <= recorded["takeover_disruptive"], \
         f"{name}: takeover now disturbs working devices: {out.takeover_disruptive}"
+
+
+def test_sandbox_is_private_and_its_sys_shows_its_own_devices(host_kinds):
+    """ifupdown2 writes bridge knobs through /sys: there it must find the sandbox's
+    devices (the stand-in port and its peer), not the host's."""
+    path = HERE / "corpus" / "debian-ifupdown" / "bridge.interfaces"
+    result = differential.sandbox("none", path, ["eth0"], takeover=False)
+    assert result["netns"] != os.stat("/proc/self/ns/net").st_ino
+    assert result["sys_class_net"] == ["cmp1", "eth0", "lo"]
+    assert set(result["state"]["links"]) == {"eth0", "lo"}
+    assert result["state"]["links"]["eth0"]["address"] == "02:cc:00:00:00:01"
