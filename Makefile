@@ -107,7 +107,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane test-compat-quick
+test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane test-compat-quick test-fleet
 	NETCFG_IFUPDOWN2_EXAMPLES=$(IFUPDOWN2_DIR)/usr/share/doc/ifupdown2/examples \
 	  $(PY) -m pytest -q tests/unit tests/golden
 
