@@ -52,7 +52,8 @@ def read_config(path):
         except UnicodeError:
             raise AnsibleActionFail("src %s: %s is not UTF-8 text" % (path, name))
     if size > MAX_BYTES:
-        raise AnsibleActionFail("src %s: %d bytes of config, more than %d" % (path, size, MAX_BYTES))
+        raise AnsibleActionFail("src %s: %d bytes of config, more than %d"
+                                % (path, size, MAX_BYTES))
     return files
 
 
