@@ -63,6 +63,13 @@ class Common(Trait):
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         _check_mtu(obj, model, report)
+        mac = obj.attrs.get("hwaddress")
+        if mac is not None and (int(mac[:2], 16) & 1 or mac == "00:00:00:00:00:00"):
+            # is_valid_ether_addr: EADDRNOTAVAIL for either.
+            report.error(obj.where("hwaddress"),
+                         f"{obj.label()}: hwaddress {mac} is a "
+                         f"{'multicast' if int(mac[:2], 16) & 1 else 'zero'} address; a device "
+                         f"needs a unicast one (first byte even, e.g. 02:...)", "hwaddress")
         families = [ipaddress.ip_address(g).version for g in obj.attrs.get("gateway", ())]
         for version in set(families):
             if families.count(version) > 1:

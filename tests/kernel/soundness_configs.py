@@ -19,6 +19,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 NAMESPACES = ("", "t1", "t2")
+# 03:... is a multicast address, which the kernel refuses for a device.
+MACS = ("02:00:00:00:00:01",) * 4 + ("03:00:00:00:00:01",) + ("02:00:00:00:00:02",) * 4
 MTUS = (None,) * 8 + (1000, 1280, 1500, 1500, 9000, 9000, 65535)
 
 
@@ -27,9 +29,10 @@ def netns_word(netns: str) -> str:
 
 
 def _chance(n: int):
-    """True once in n, about: hypothesis draws small integers far more often
-    than others, so `integers(0, n) == 0` would be true far too often."""
-    return st.sampled_from([True] + [False] * (n - 1))
+    """True once in n, about. Hypothesis draws the ends of a range (and the
+    first of a list) far more often than the rest, so the lucky number is
+    one in the middle."""
+    return st.integers(0, n - 1).map(lambda i: i == n // 2)
 
 
 class _Writer:
@@ -73,6 +76,12 @@ class _Writer:
                 lines.append(f"address 2001:db8:{subnet}::{host}/{prefix}")
         for _ in range(draw(st.sampled_from((0, 0, 1, 1, 2)))):
             lines.append(self.route_line(name, subnets))
+        if draw(_chance(8)):
+            lines.append(f"hwaddress {draw(st.sampled_from(MACS))}")
+        if draw(_chance(8)):
+            lines.append(f"addr-gen-mode {draw(st.sampled_from(('none', 'random', 'eui64')))}")
+        if draw(_chance(10)):
+            lines.append(f"alias tenant {name}")
         if draw(_chance(30)):
             lines.append("link-down yes")
         if draw(_chance(30)):
@@ -97,7 +106,10 @@ class _Writer:
         if form == "v6ll":
             return f"route 2001:db8:8{k}::/64 via fe80::{host}{metric}"
         if form == "dev":
-            return f"route 10.0.{subnet}.0/24 dev {name}{metric}"
+            # Mostly a prefix of its own; sometimes the one an address of the
+            # device already makes the kernel add.
+            prefix = f"10.0.{subnet}.0/24" if draw(_chance(5)) else f"10.7.{k}.0/24"
+            return f"route {prefix} dev {name}{metric}"
         return f"gateway 10.0.{subnet}.{host}"
 
 

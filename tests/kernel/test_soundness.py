@@ -33,7 +33,7 @@ from netcfg.errors import ConfigInvalid
 from netcfg.kernel.ns import NetnsDir
 from netcfg.kernel.session import KernelSession
 
-BOUNDED = 60  # ~30-40 s here; make soundness sets more
+BOUNDED = 400  # ~15 s here; make soundness runs many more
 EXAMPLES = int(os.environ.get("NETCFG_SOUNDNESS_EXAMPLES", BOUNDED))
 TALLY: collections.Counter = collections.Counter()
 

@@ -241,3 +241,9 @@ def test_an_ipv6_address_with_two_prefixes_is_refused(tmp_path):
     (found,) = errors(ROUTED + "    address 2001:db8::1/128\n", tmp_path)
     assert "IPv6 address 2001:db8::1 is written with two prefixes" in found
     assert errors(ROUTED + "    address 10.0.0.1/32\n", tmp_path) == []   # IPv4 may
+
+
+def test_a_multicast_hwaddress_is_refused(tmp_path):
+    (found,) = errors(ROUTED + "    hwaddress 03:00:00:00:00:01\n", tmp_path)
+    assert "hwaddress 03:00:00:00:00:01 is a multicast address" in found
+    assert errors(ROUTED + "    hwaddress 02:00:00:00:00:01\n", tmp_path) == []
