@@ -55,6 +55,7 @@ class Bridge(Kind):
                          f"holds at most {MAX_PORTS}. Split the ports over several bridges",
                          "bridge-ports")
         seen: set[str] = set()
+        lookup, netns = model.interfaces.get, obj.netns
         for port in ports:
             if port in seen:
                 report.error(obj.where("bridge-ports"),
@@ -62,7 +63,9 @@ class Bridge(Kind):
             seen.add(port)
             if port == obj.name:
                 continue  # reported as a cycle by the dependency check
-            _check_port(obj, model.iface(obj.netns, port), report)
+            device = lookup((netns, port))  # inline: 200k ports in big configs
+            if device is not None and device.kind in _NEVER_PORTS:
+                _report_port(obj, device, report)
         _warn_mtu_above_ports(obj, model, report)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
         if not vlan_aware:
@@ -87,16 +90,15 @@ class Bridge(Kind):
         return params
 
 
-def _check_port(bridge: ConfigObject, port: ConfigObject | None, report) -> None:
-    """Devices the kernel never enslaves to a bridge (br_add_if)."""
-    if port is None:
-        return
+# Kinds the kernel never enslaves to a bridge (br_add_if).
+_NEVER_PORTS = frozenset({"loopback", "bridge"})
+
+
+def _report_port(bridge: ConfigObject, port: ConfigObject, report) -> None:
     if port.kind == "loopback":
         why = "the loopback device is not an Ethernet port (EINVAL)"
-    elif port.kind == bridge.kind:
-        why = "a bridge cannot be a port of another bridge (ELOOP); join them with a veth pair"
     else:
-        return
+        why = "a bridge cannot be a port of another bridge (ELOOP); join them with a veth pair"
     report.error(bridge.where("bridge-ports"),
                  f"{bridge.label()}: bridge-ports names {port.name}: {why}", "bridge-ports")
 

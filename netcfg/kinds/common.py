@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
+from netcfg.compile.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, MASTER, PORT, ROUTE_DEV, Reference, Trait
 
@@ -231,7 +231,9 @@ def _check_lower_mtu(obj: ConfigObject, mtu: int, model: Model, report) -> None:
 def _check_loopback_names(model: Model, report) -> None:
     """Every namespace has its lo: a device netcfg would create by that name
     (a veth's peer, a bridge) already exists there (EEXIST)."""
-    for netns in model.netns_names():
+    # model.namespaces holds every namespace in use by now (validate implies
+    # the undeclared ones); netns_names() would walk every interface.
+    for netns in (ROOT_NETNS, *model.namespaces):
         obj = model.iface(netns, LOOPBACK)
         if obj is None or obj.kind == "loopback":
             continue
