@@ -21,6 +21,7 @@ from netcfg.kinds.base import LOWER, MASTER, PORT, ROUTE_DEV, Reference, Trait
 ETH_MAX_MTU = 65535    # most devices' max_mtu; lo and vrf say otherwise (kind.max_mtu)
 ETH_DATA_LEN = 1500    # what ether_setup gives a new device, a portless bridge included
 IPV6_MIN_MTU = 1280    # below it the kernel turns IPv6 off on the device
+IPV6_SETTINGS = ("disable-ipv6", "addr-gen-mode")  # per-device IPv6 state
 LOOPBACK = "lo"
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
 
@@ -176,16 +177,19 @@ def _check_mtu(obj: ConfigObject, model: Model, report) -> None:
                          "mtu")
         if getattr(kind, "mtu_from_lower", False):
             _check_lower_mtu(obj, mtu, model, report)
-    if "disable-ipv6" in attrs:
+    for setting in IPV6_SETTINGS:
+        if setting not in attrs:
+            continue
         low = mtu if mtu is not None else effective_mtu(obj, model)
         if low is not None and low < IPV6_MIN_MTU:
             # No IPv6 state at all below 1280 (addrconf drops the device's
-            # inet6_dev): no net.ipv6.conf.IF to write, nothing to read back.
-            report.error(obj.where("disable-ipv6"),
-                         f"{obj.label()}: disable-ipv6 on an interface whose MTU is {low}; "
+            # inet6_dev): no net.ipv6.conf.IF to write (ENOENT), no
+            # IFLA_INET6_ADDR_GEN_MODE to set (EAFNOSUPPORT), nothing to read back.
+            report.error(obj.where(setting),
+                         f"{obj.label()}: {setting} on an interface whose MTU is {low}; "
                          f"below {IPV6_MIN_MTU} the kernel has no IPv6 on it at all, and no "
-                         f"disable_ipv6 setting to write. Remove disable-ipv6, or raise the "
-                         f"mtu", "disable-ipv6")
+                         f"{setting} setting to write. Remove {setting}, or raise the mtu",
+                         setting)
     six = [a for a in attrs.get("address", ()) if ":" in a]
     if not six:
         return
