@@ -145,9 +145,8 @@ def _related(obj: ConfigObject, model: Model, role: str) -> list[ConfigObject]:
 def effective_mtu(obj: ConfigObject, model: Model, depth: int = 0) -> int | None:
     """The MTU the device has once applied, or None where the config does not
     decide it: written, else the kernel's for the kind (a vlan or macvlan
-    takes its lower device's at creation; a bridge with ports takes its
-    smallest port's as they join, so when exactly is a matter of the plan's
-    order: None). A physical port's is the hardware's: None."""
+    takes its lower device's at creation; a bridge with ports ends with its
+    smallest port's). A physical port's is the hardware's: None."""
     mtu = obj.attrs.get("mtu")
     if mtu is not None or depth > 8:  # deeper is a cycle, reported elsewhere
         return mtu
@@ -159,7 +158,11 @@ def effective_mtu(obj: ConfigObject, model: Model, depth: int = 0) -> int | None
         lower = _related(obj, model, LOWER)
         return effective_mtu(lower[0], model, depth + 1) if lower else None
     if getattr(kind, "mtu_follows_ports", False):
-        return None if _related(obj, model, PORT) else ETH_DATA_LEN
+        ports = _related(obj, model, PORT)
+        if not ports:
+            return ETH_DATA_LEN
+        mtus = [effective_mtu(port, model, depth + 1) for port in ports]
+        return None if None in mtus else min(mtus)
     return getattr(kind, "default_mtu", None)
 
 
@@ -199,8 +202,8 @@ def _check_mtu(obj: ConfigObject, model: Model, report) -> None:
                      f"'disable-ipv6 yes'; the kernel refuses it. Remove one of them",
                      "address")
         return
-    if mtu is None and getattr(kind, "mtu_from_lower", False):
-        mtu = effective_mtu(obj, model)
+    if mtu is None:
+        mtu = effective_mtu(obj, model)  # a vlan: its lower device's; a bridge: its smallest port's
     if mtu is not None and mtu < IPV6_MIN_MTU:
         report.error(obj.where("address"),
                      f"{obj.label()}: IPv6 address {six[0]} on an interface whose MTU is {mtu}; "
@@ -214,15 +217,21 @@ def _check_lower_mtu(obj: ConfigObject, mtu: int, model: Model, report) -> None:
         return
     lower = lowers[0]
     lower_mtu = effective_mtu(lower, model)
-    if lower_mtu is None:
-        follows = getattr(registry.kind(lower.kind), "mtu_follows_ports", False)
-        if follows and mtu > ETH_DATA_LEN:
+    follows = getattr(registry.kind(lower.kind), "mtu_follows_ports", False)
+    if follows and "mtu" not in lower.attrs and _related(lower, model, PORT):
+        # Its MTU is 1500 when made and follows its ports as they join,
+        # maybe after this device is made; the kernel lowers an upper device
+        # with it (NETDEV_CHANGEMTU), never raises it.
+        limit = ETH_DATA_LEN if lower_mtu is None else min(ETH_DATA_LEN, lower_mtu)
+        if mtu > limit:
             report.error(obj.where("mtu"),
                          f"{obj.label()}: mtu {mtu} on {lower.name}, a bridge whose mtu is not "
-                         f"written: its MTU follows its ports as they join, and may still be "
-                         f"{ETH_DATA_LEN} when {obj.name} is made. Write 'mtu {mtu}' (or more) "
+                         f"written: its MTU follows its ports as they join, and may be {limit} "
+                         f"when or after {obj.name} is made. Write 'mtu {mtu}' (or more) "
                          f"on {lower.name}", "mtu")
         return
+    if lower_mtu is None:
+        return  # a physical port's: the hardware's
     if mtu > lower_mtu:
         said = (f"mtu {lower_mtu} at {lower.where('mtu')}" if "mtu" in lower.attrs
                 else f"the kernel's {lower_mtu} for a new {lower.kind}")

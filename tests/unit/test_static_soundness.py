@@ -247,3 +247,15 @@ def test_a_multicast_hwaddress_is_refused(tmp_path):
     (found,) = errors(ROUTED + "    hwaddress 03:00:00:00:00:01\n", tmp_path)
     assert "hwaddress 03:00:00:00:00:01 is a multicast address" in found
     assert errors(ROUTED + "    hwaddress 02:00:00:00:00:01\n", tmp_path) == []
+
+
+def test_a_bridge_without_mtu_ends_with_its_smallest_ports(tmp_path):
+    small = "auto p1\niface p1\n    link-type veth\n    veth-peer-name p2\n    mtu 1000\n"
+    text = small + "auto br0\niface br0\n    bridge-ports p1\n    address 2001:db8:5::1/64\n"
+    (found,) = errors(text, tmp_path)
+    assert "br0: IPv6 address 2001:db8:5::1/64 on an interface whose MTU is 1000" in found
+    assert errors(text + "    mtu 1500\n", tmp_path) == []  # set after the ports: kept
+    upper = small + "auto br0\niface br0\n    bridge-ports p1\n" \
+                    "auto mv\niface mv\n    macvlan-raw-device br0\n    mtu 1400\n"
+    (found,) = errors(upper, tmp_path)
+    assert "may be 1000 when or after mv is made" in found
