@@ -21,7 +21,11 @@ PHYSICAL = "physical"  # what an undeclared, unclaimed port name in the host nam
 _IMPLYING_ROLES = (LOWER, *ENSLAVING_ROLES)
 
 
-def finish_model(model: Model, report: Report) -> Model:
+def finish_model(model: Model, report: Report, *, requests: bool = True) -> Model:
+    """``requests=False`` for a model of state (`plan --current FILE`, as
+    `show -o json` printed it): what the kernel has is not a request it could
+    refuse, so the kinds' checks (what `check` refuses) do not run; the
+    model is completed and its references and masters resolved as always."""
     hooks = registry.hooks_overriding
     for obj in list(model.objects()):
         _complete(obj, report)
@@ -36,6 +40,8 @@ def finish_model(model: Model, report: Report) -> Model:
     _imply_namespaces(model)
     edges = _resolve_references(model, report)
     _report_cycles(model, edges, report)
+    if not requests:
+        return model
     for obj in model.objects():
         if obj.implicit:
             continue  # derived from declared objects; kinds check those (check_model)
