@@ -230,6 +230,30 @@ test-fleet: fleet-deps
 	  unshare --net --mount --propagation private $(PY) -m pytest -q tests/fleet; \
 	else echo "test-fleet: skipped (needs root for namespaces)"; fi
 
+# Fuzzing, bounded in time (issue 14): the data path's cargo-fuzz targets
+# (pdu, connection, cdb) for FUZZ_SECONDS each when cargo-fuzz and a nightly
+# toolchain are there (`cargo install cargo-fuzz`), else the SCSI CDB
+# property test for longer; then the hypothesis fuzzer over netcfgd's
+# control-socket request parser (the unit tier runs it with 200 examples).
+.PHONY: fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_EXAMPLES ?= 2000
+fuzz: venv
+	@if cargo +nightly fuzz --version >/dev/null 2>&1; then \
+	  for target in pdu connection; do \
+	    (cd daemon/dataplane && nice -n 10 cargo +nightly fuzz run $$target -- \
+	      -max_total_time=$(FUZZ_SECONDS)) || exit 1; done; \
+	  (cd daemon/dataplane/scsi && nice -n 10 cargo +nightly fuzz run cdb -- \
+	    -max_total_time=$(FUZZ_SECONDS)) || exit 1; \
+	else \
+	  echo "fuzz: no cargo-fuzz with a nightly toolchain (cargo install cargo-fuzz):" \
+	    "the iSCSI targets are skipped, the CDB property test runs longer"; \
+	  (cd daemon/dataplane/scsi && SCSI_FUZZ_CASES=200000 timeout $$(( $(FUZZ_SECONDS) * 3 )) \
+	    cargo test -q --test fuzz_cdb) || exit 1; \
+	fi
+	NETCFG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider \
+	  tests/unit/test_control.py -k fuzz
+
 # The Debian package (docs/debian.md): built from a clean copy of the tree with
 # Debian's own toolchain into .cache/deb/. test-deb lints it, then installs it
 # with apt into a debootstrapped bookworm booted under qemu (tests/deb/: ~10
