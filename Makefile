@@ -248,7 +248,7 @@ fuzz: venv
 	else \
 	  echo "fuzz: no cargo-fuzz with a nightly toolchain (cargo install cargo-fuzz):" \
 	    "the iSCSI targets are skipped, the CDB property test runs longer"; \
-	  (cd daemon/dataplane/scsi && SCSI_FUZZ_CASES=200000 timeout $$(( $(FUZZ_SECONDS) * 3 )) \
+	  (cd daemon/dataplane/scsi && SCSI_FUZZ_CASES=100000 timeout $$(( $(FUZZ_SECONDS) * 3 )) \
 	    cargo test -q --test fuzz_cdb) || exit 1; \
 	fi
 	NETCFG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider \
