@@ -11,6 +11,7 @@ import threading
 import time
 
 from netcfg.client import socket_path
+from netcfgd.control import MAX_REQUEST_BYTES
 from test_netcfgd import TENANTS, addresses, cli, ip, wait_for
 from test_netcfgd import make_daemon  # noqa: F401 - the fixture, shared
 
@@ -68,22 +69,24 @@ def test_a_dribbling_client_does_not_stall_repairs_or_status(make_daemon):
     try:
         pings = len([m for m in daemon.messages if m == "WATCHDOG=1"])
         time.sleep(DRIBBLE_EVERY_S + 0.2)   # it has sent a byte or two, and waits
-        # The loop kept turning, so it kept feeding the watchdog (every 0.2 s).
-        assert len([m for m in daemon.messages if m == "WATCHDOG=1"]) - pings >= 4
+        # The loop kept turning, so it kept feeding the watchdog (every 0.2 s;
+        # a blocked loop sent none). At least 2: the machine may be loaded.
+        assert len([m for m in daemon.messages if m == "WATCHDOG=1"]) - pings >= 2
         ip("-n", "red", "addr", "del", "10.0.1.2/30", "dev", "eth0")
         started = time.monotonic()
         wait_for(lambda: addresses("red", "eth0") == {"10.0.1.2/30"}, 60,
                  "the address repaired while a client dribbles")
         repaired_s = time.monotonic() - started
         started = time.monotonic()
-        status = cli(daemon.run_dir, "status")
+        assert daemon.status()["daemon"]["ready"]
         status_s = time.monotonic() - started
         print(f"with a client dribbling a byte every {DRIBBLE_EVERY_S} s: repaired in "
-              f"{repaired_s * 1000:.0f} ms; `netcfg status` answered in {status_s * 1000:.0f} ms")
+              f"{repaired_s * 1000:.0f} ms; a status request answered in "
+              f"{status_s * 1000:.0f} ms")
         assert repaired_s < REPAIR_UNDER_S
+        assert status_s < REPAIR_UNDER_S    # waiting on the dribbler: 1.5 s a byte
+        status = cli(daemon.run_dir, "status")
         assert status.returncode == 0 and "netcfgd: running" in status.stdout
-        # The process starts in ~0.3 s; waiting on the dribbler would be 1.5 s a byte.
-        assert status_s < DRIBBLE_EVERY_S
         # Dropped at its deadline, told why, and logged.
         wait_for(lambda: dribbler.dropped_after is not None, 30, "the dribbler dropped",
                  step=0.1)
@@ -118,7 +121,6 @@ def test_nested_and_oversized_requests_get_a_protocol_error(make_daemon):
     deep_vars = json.dumps(vars_deep).replace("[1]", "[" * 200 + "1" + "]" * 200)
     answer = _raw_request(daemon, deep_vars.encode() + b"\n")
     assert answer["type"] == "error" and "nested" in answer["message"], answer
-    from netcfgd.control import MAX_REQUEST_BYTES
     huge = b'{"version": 1, "command": "status", "x": "' + b"a" * (MAX_REQUEST_BYTES + 1) + b'"}\n'
     answer = _raw_request(daemon, huge)
     assert answer["type"] == "error" and "bytes" in answer["message"], answer
