@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 NETCFG := $(VENV)/bin/netcfg
 STAMP  := $(VENV)/.installed-stamp
-EXAMPLE ?= templates/examples/tenants.tmpl
+EXAMPLE ?= netcfg/templates/examples/tenants.tmpl
 
 .PHONY: daemon-deps bench-storm
 .PHONY: all venv ifupdown2-examples bench-deps vm-deps kernel-deps test test-kernel test-vm test-unit demo bench bench-compile clean
@@ -281,7 +281,7 @@ demo: venv kernel-deps
 	@echo "== render: $(EXAMPLE)"; $(NETCFG) render -c $(EXAMPLE) | head -30; echo "   ..."
 	@echo; echo "== check"; $(NETCFG) check -c $(EXAMPLE)
 	@echo; echo "== lowering, on the per-VLAN bridge example"
-	@$(NETCFG) plan -c templates/examples/per-vlan-bridges.tmpl | sed -n '1,/^batch/p' | sed '$$d'
+	@$(NETCFG) plan -c netcfg/templates/examples/per-vlan-bridges.tmpl | sed -n '1,/^batch/p' | sed '$$d'
 	@if [ "$$(id -u)" = 0 ]; then \
 	  NETCFG_DEMO_SANDBOXED=1 unshare --net --mount --propagation private \
 	    env NETCFG=$(NETCFG) EXAMPLE=$(EXAMPLE) scripts/demo-sandbox.sh; \

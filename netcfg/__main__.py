@@ -1,5 +1,5 @@
 import sys
 
-from netcfg.cli import main
+from netcfg.cli.main import main
 
 sys.exit(main())

@@ -5,7 +5,7 @@
 # drift by hand and watch apply repair it.
 set -euo pipefail
 NETCFG=${NETCFG:-.venv/bin/netcfg}
-EXAMPLE=${EXAMPLE:-templates/examples/tenants.tmpl}
+EXAMPLE=${EXAMPLE:-netcfg/templates/examples/tenants.tmpl}
 
 # Refuse to run in the host's namespaces: this script changes network state.
 if [ "$(stat -Lc %i /proc/self/ns/net)" = "$(stat -Lc %i /proc/$PPID/ns/net 2>/dev/null || echo none)" ] \

@@ -4,8 +4,8 @@ directory on the import path)."""
 
 from __future__ import annotations
 
-from netcfg.compile.model import IFACE, ConfigObject
 from netcfg.kinds import registry
+from netcfg.model.model import IFACE, ConfigObject
 from netcfg.plan.ops import LINK_ADD, Operation
 
 

@@ -22,7 +22,7 @@ tenant namespaces, an address on each end, both ends up):
                   link/addr/up lines (veths made with `peer name X netns NS`), then one
                   `ip -n NS -batch` per namespace (the peers' addresses and up)
   teardown-empty  set up with netcfg (untimed), then apply an empty config in-process
-  teardown-down   set up with netcfg, then netcfg.apply.down(everything=True) in-process
+  teardown-down   set up with netcfg, then netcfg.apply.execute.down(everything=True) in-process
                   (`netcfg down --all`: netcfg's devices by group, the config's namespaces)
   teardown-ip     set up with netcfg, then one `ip -batch`: `link del` per root-side device,
                   `netns del` per namespace
@@ -59,7 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 
-GROUP = 28259   # netcfg/kernel/tags.py NETCFG_GROUP; iproute2's side is tagged the same
+GROUP = 28259   # netcfg/netlink/tags.py NETCFG_GROUP; iproute2's side is tagged the same
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -171,7 +171,7 @@ def run_timed(argv: list[str], check: bool = True) -> tuple[Timed, subprocess.Co
 # ---- the objects ----------------------------------------------------------------------------
 
 def compile_model(config: str, variables: dict[str, Any]):
-    from netcfg.compile import ConfigSource, compile_config
+    from netcfg.compile.pipeline import ConfigSource, compile_config
     return compile_config(ConfigSource(path=config, variables=variables)).model
 
 
@@ -316,18 +316,18 @@ def timed_session_class():
 
 
 def apply_once(model, profile_to: str | None = None, down: bool = False) -> dict[str, Any]:
-    """One apply (``down``: netcfg.apply.down(model, everything=True), `netcfg down --all`)
+    """One apply (``down``: netcfg.apply.execute.down(model, everything=True), `netcfg down --all`)
     from a fresh session, as one `netcfg` command would. A failure is reported, not raised:
     its time and message are results too."""
-    from netcfg.apply import apply
-    from netcfg.errors import NetcfgError
+    from netcfg.apply.execute import apply
+    from netcfg.model.errors import NetcfgError
 
     session = timed_session_class()()
     profiler = cProfile.Profile() if profile_to else None
 
     def go():
         if down:
-            from netcfg.apply import down as take_down
+            from netcfg.apply.execute import down as take_down
             return take_down(model, session, everything=True)
         return apply(model, session)
 
@@ -383,10 +383,10 @@ def kernel_floor(names: list[str]) -> dict[str, Any]:
     """What any no-op that reads the kernel costs at least: from a fresh session, a socket
     in each namespace and the dumps KernelSession.read makes (links, addresses per family,
     netcfg's routes), each message received and dropped, nothing parsed or compared."""
-    from netcfg.kernel.nlmsg import (AF_INET, AF_INET6, AF_UNSPEC, RTM_GETADDR, RTM_GETLINK,
-                                     RTM_GETROUTE, getaddr_dump, getlink_dump, getroute_dump)
+    from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, AF_UNSPEC, RTM_GETADDR, RTM_GETLINK,
+                                      RTM_GETROUTE, getaddr_dump, getlink_dump, getroute_dump)
     from netcfg.kernel.session import KernelSession
-    from netcfg.kernel.tags import RTPROT_NETCFG
+    from netcfg.netlink.tags import RTPROT_NETCFG
     dumps = ((RTM_GETLINK, getlink_dump()), (RTM_GETADDR, getaddr_dump(AF_INET)),
              (RTM_GETADDR, getaddr_dump(AF_INET6)),
              (RTM_GETROUTE, getroute_dump(AF_UNSPEC, protocol=RTPROT_NETCFG)))
@@ -457,7 +457,7 @@ def leftovers() -> dict[str, int]:
 
 
 def measure_teardown_empty(args, variables) -> dict[str, Any]:
-    from netcfg.compile.model import Model
+    from netcfg.model.model import Model
 
     model = compile_model(args.config, variables)
     setup = setup_with_netcfg(model, args.settle)
@@ -491,7 +491,7 @@ def measure_teardown_group(args, variables) -> dict[str, Any]:
     objs = objects_of(model)
     setup = setup_with_netcfg(model, args.settle)
     if args.via == "netcfg":
-        from netcfg.kernel.encode import delete_group
+        from netcfg.netlink.encode import delete_group
 
         session = timed_session_class()()
         try:
@@ -537,7 +537,7 @@ def netcfg_read(names: list[str], again: bool = True) -> dict[str, Any]:
 def link_dump_bytes(sock) -> int:
     """Bytes of one link dump (RTEXT_FILTER_SKIP_STATS) in the namespace of ``sock``: what
     any reader of every link's attributes receives at least from this kernel."""
-    from netcfg.kernel.nlmsg import RTM_GETLINK, getlink_dump
+    from netcfg.netlink.nlmsg import RTM_GETLINK, getlink_dump
     before = sock.counters.bytes_received
     for _ in sock.dump(RTM_GETLINK, getlink_dump()):
         pass
@@ -546,9 +546,9 @@ def link_dump_bytes(sock) -> int:
 
 def dump_sizes(sock) -> dict[str, dict[str, int]]:
     """Bytes and messages of each dump KernelSession.read makes, on one socket."""
-    from netcfg.kernel.nlmsg import (AF_UNSPEC, RTM_GETADDR, RTM_GETLINK, RTM_GETROUTE,
-                                     getaddr_dump, getlink_dump, getroute_dump)
-    from netcfg.kernel.tags import RTPROT_NETCFG
+    from netcfg.netlink.nlmsg import (AF_UNSPEC, RTM_GETADDR, RTM_GETLINK, RTM_GETROUTE,
+                                      getaddr_dump, getlink_dump, getroute_dump)
+    from netcfg.netlink.tags import RTPROT_NETCFG
 
     out: dict[str, Any] = {}
     for label, msg_type, payload in (

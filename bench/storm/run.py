@@ -44,7 +44,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 # The storm scenario is the kernel tier's (one definition for the test and this).
-sys.path[:0] = [str(REPO), str(REPO / "daemon"), str(REPO / "tests" / "kernel")]
+sys.path[:0] = [str(REPO), str(REPO / "tests" / "kernel")]
 
 SANDBOX_FLAG = "NETCFG_BENCH_STORM_INNER"
 OBJECTS_PER_TENANT = 100
@@ -144,7 +144,7 @@ class Daemon:
             pass
 
     def status(self) -> dict:
-        from netcfg.client import connect, socket_path
+        from netcfg.cli.client import connect, socket_path
         self.drain_notify()
         conn = connect(socket_path(str(self.run_dir)), timeout=60)
         with conn:
@@ -206,8 +206,7 @@ def storm(work: Path) -> dict:
 def repair_latency(work: Path, objects: int, layout: str, trials: int) -> dict:
     from netcfg.kernel.events import EventSocket
     from netcfg.kernel.nl import RtnlSocket
-    from netcfg.kernel.nlmsg import (AF_INET, IFA_LOCAL, RTM_DELADDR, RTM_NEWADDR, ifaddrmsg,
-                                     rtattr)
+    from netcfg.netlink.nlmsg import AF_INET, IFA_LOCAL, RTM_DELADDR, RTM_NEWADDR, ifaddrmsg, rtattr
     from netcfg.kernel.ns import NetnsDir, NetnsSwitcher
     from netcfg.kernel.read import netns_id
 

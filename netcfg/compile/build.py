@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import explain
 from netcfg.compile.values import parse_value
-from netcfg.errors import Report, did_you_mean
 from netcfg.kinds import registry
-from netcfg.schema import AttributeSpec, group_attributes, value_checker
+from netcfg.model.errors import Report, did_you_mean
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
+from netcfg.schemas.spec import AttributeSpec, group_attributes, value_checker
 
 # Consumed by the builder itself rather than stored as attributes.
 PLACEMENT_ATTRIBUTE = "netns"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 from functools import cache
 
-from netcfg.compile.model import ConfigObject, Model
 from netcfg.compile.values import format_value
 from netcfg.kinds import registry
-from netcfg.schema import AttributeSpec, group_attributes
+from netcfg.model.model import ConfigObject, Model
+from netcfg.schemas.spec import AttributeSpec, group_attributes
 
 INDENT = "    "
 # Interface fields printed on the iface line rather than as attributes.

@@ -1,4 +1,4 @@
-"""The JSON form of the model (schemas/netcfg.schema.json), both ways.
+"""The JSON form of the model (netcfg/schemas/netcfg.schema.json), both ways.
 
 ``netcfg show -o json`` prints it and every command that takes a config
 accepts it, so state can be saved, edited and fed back. Input goes through
@@ -9,15 +9,17 @@ object's name in the JSON text.
 from __future__ import annotations
 
 import json
+from functools import cache
 import re
 import sys
 from typing import Any
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import IFACE, NETNS, TARGET, VOLUME, ConfigObject, Model
-from netcfg.errors import Report, did_you_mean
 from netcfg.kinds import registry
-from netcfg.schema import group_attributes, value_checker
+from netcfg.model.errors import Report, did_you_mean
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import IFACE, NETNS, TARGET, VOLUME, ConfigObject, Model
+from netcfg.schemas.spec import (all_groups, group_attributes, group_schema, schema_dir,
+                                 value_checker)
 
 FORMAT_VERSION = 1
 # How deeply a JSON config (a model, vars.json) may nest. Python's reader
@@ -226,3 +228,45 @@ class _NameLines:
 
     def find(self, name: str) -> SourceLocation:
         return SourceLocation(self.filename, self.first_line.get(json.dumps(name), 1))
+
+
+@cache
+def document_schema() -> dict[str, Any]:
+    """The schema of the JSON form of a whole model (what `show -o json` prints).
+
+    Assembled from the group files so that each attribute is described once.
+    """
+    top = json.loads((schema_dir() / "netcfg.schema.json").read_text(encoding="utf-8"))
+    defs = top.setdefault("$defs", {})
+    for group in all_groups():
+        defs[group] = {k: v for k, v in group_schema(group).items()
+                       if k not in ("$schema", "$id")}
+    branches = []
+    for kind in registry.interface_kinds():
+        props: dict[str, Any] = {}
+        for group in kind.attribute_groups():
+            props.update(group_schema(group).get("properties", {}))
+        branches.append({
+            "if": {"properties": {"kind": {"const": kind.name}}},
+            "then": {"properties": props},
+        })
+    kinds = [k.name for k in registry.interface_kinds()]
+    iface = defs["interface"] = {
+        "type": "object",
+        "description": "One network interface; `kind` selects which attributes apply.",
+        "required": ["name", "kind"],
+        "properties": {
+            "name": {"type": "string", "description": "Interface name (at most 15 bytes)."},
+            "kind": {"enum": kinds, "description": "What sort of device this is."},
+            "netns": {"type": "string", "description": "Network namespace; absent for the host's."},
+            "auto": {"type": "boolean", "description": "Brought up by apply (an `auto` line)."},
+            "inet": {"enum": ["static", "manual", "loopback", "dhcp"],
+                     "description": "IPv4 method from `iface NAME inet METHOD`."},
+            "inet6": {"enum": ["static", "manual", "loopback", "dhcp"],
+                      "description": "IPv6 method from `iface NAME inet6 METHOD`."},
+        },
+        "allOf": branches,
+        "unevaluatedProperties": False,
+    }
+    del iface  # assembled in place
+    return top

@@ -20,11 +20,11 @@ import os
 import re
 from typing import Callable
 
-from netcfg.compile.location import SourceLocation
 from netcfg.compile.render import RenderedSource
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
-from netcfg.errors import ConfigInvalid, Report, did_you_mean
-from netcfg.gcpause import gc_paused
+from netcfg.model.errors import ConfigInvalid, Report, did_you_mean
+from netcfg.model.gcpause import gc_paused
+from netcfg.model.location import SourceLocation
 
 Loader = Callable[[str, SourceLocation], list[RenderedSource]]
 

@@ -17,14 +17,14 @@ from typing import Any
 
 from netcfg.compile.build import build_objects
 from netcfg.compile.jsonform import load_json, model_from_json
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import Model
 from netcfg.compile.names import check_interface_names
 from netcfg.compile.parser import parse
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
 from netcfg.compile.validate import finish_model
-from netcfg.errors import ConfigInvalid, Diagnostic, Report
-from netcfg.gcpause import gc_paused
+from netcfg.model.errors import ConfigInvalid, Diagnostic, Report
+from netcfg.model.gcpause import gc_paused
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import Model
 
 DEFAULT_CONFIG = "/etc/netcfg"
 TEMPLATE_GLOB = "*.tmpl"

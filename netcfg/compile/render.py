@@ -35,8 +35,8 @@ from mako.lookup import TemplateLookup
 from mako.runtime import Context
 from mako.template import ModuleInfo, Template
 
-from netcfg.compile.location import SourceLocation
-from netcfg.errors import ConfigInvalid, Diagnostic
+from netcfg.model.errors import ConfigInvalid, Diagnostic
+from netcfg.model.location import SourceLocation
 
 # Main (non-library) templates get URIs in their own scheme, so that the lookup
 # can tell them from library templates when resolving a relative

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from netcfg.compile.location import SourceLocation
+from netcfg.model.location import SourceLocation
 
 # Stanza keywords that open an object. `netns` opens a stanza only at column 0;
 # indented inside an `iface` it is the iface's namespace attribute.

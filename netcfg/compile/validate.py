@@ -10,10 +10,10 @@ trait runs its checks. The same function finishes models read from JSON.
 
 from __future__ import annotations
 
-from netcfg.compile.model import IFACE, NETNS, ROOT_NETNS, VOLUME, ConfigObject, Model
-from netcfg.errors import Report, did_you_mean
 from netcfg.kinds import registry
 from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, MASTER, STRUCTURAL_ROLES, Reference
+from netcfg.model.errors import Report, did_you_mean
+from netcfg.model.model import IFACE, NETNS, ROOT_NETNS, VOLUME, ConfigObject, Model
 from netcfg.plan.graph import find_cycle
 
 PHYSICAL = "physical"  # what an undeclared, unclaimed port name in the host namespace is

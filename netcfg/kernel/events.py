@@ -24,15 +24,15 @@ import socket
 from dataclasses import dataclass
 from typing import Iterator
 
-from netcfg.errors import NetcfgError
 from netcfg.kernel.nl import SO_RCVBUFFORCE, force_buffer
-from netcfg.kernel.nlmsg import (
-    IFA_PROTO, IFADDRMSG, IFINFOMSG, IFLA_IFNAME, NETLINK_ADD_MEMBERSHIP, NETLINK_LISTEN_ALL_NSID,
-    NETLINK_ROUTE, NETNSA_NSID, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN,
-    RTA_OIF, RTM_DELADDR, RTM_DELLINK, RTM_DELNSID, RTM_DELROUTE, RTM_DELTUNNEL, RTM_DELVLAN,
-    RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNSID, RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_NEWVLAN, RTMSG,
-    S32, SOL_NETLINK, TUNNEL_MSG, U32, attr_str, iter_messages, parse_attrs,
-)
+from netcfg.model.errors import NetcfgError
+from netcfg.netlink.nlmsg import (IFA_PROTO, IFADDRMSG, IFINFOMSG, IFLA_IFNAME,
+                                  NETLINK_ADD_MEMBERSHIP, NETLINK_LISTEN_ALL_NSID, NETLINK_ROUTE,
+                                  NETNSA_NSID, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN,
+                                  RTA_OIF, RTM_DELADDR, RTM_DELLINK, RTM_DELNSID, RTM_DELROUTE,
+                                  RTM_DELTUNNEL, RTM_DELVLAN, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNSID,
+                                  RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_NEWVLAN, RTMSG, S32, SOL_NETLINK,
+                                  TUNNEL_MSG, U32, attr_str, iter_messages, parse_attrs)
 
 # linux/rtnetlink.h, enum rtnetlink_groups (kernel spellings)
 RTNLGRP_LINK = 1

@@ -26,15 +26,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-# netcfg.errors cannot be the first netcfg module imported: it imports
-# netcfg.compile.location, whose package imports netcfg.errors back (a cycle).
-from netcfg.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
-from netcfg.kernel.nlmsg import (
-    MESSAGE_NAMES, NETLINK_CAP_ACK, NETLINK_EXT_ACK, NETLINK_GET_STRICT_CHK, NETLINK_ROUTE,
-    NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_FILTERED, NLM_F_DUMP_INTR, NLM_F_REQUEST, NLMSG_DONE,
-    NLMSG_ERROR, NLMSG_HDRLEN, NLMSG_NOOP, NLMSG_OVERRUN, RTM_GETLINK, SOL_NETLINK, done_error,
-    iter_messages, nlmsg, parse_error,
-)
+# netcfg.model.errors cannot be the first netcfg module imported: it imports
+# netcfg.model.location, whose package imports netcfg.model.errors back (a cycle).
+from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
+from netcfg.netlink.nlmsg import (MESSAGE_NAMES, Request, NETLINK_CAP_ACK, NETLINK_EXT_ACK,
+                                  NETLINK_GET_STRICT_CHK, NETLINK_ROUTE, NLM_F_ACK, NLM_F_DUMP,
+                                  NLM_F_DUMP_FILTERED, NLM_F_DUMP_INTR, NLM_F_REQUEST, NLMSG_DONE,
+                                  NLMSG_ERROR, NLMSG_HDRLEN, NLMSG_NOOP, NLMSG_OVERRUN, RTM_GETLINK,
+                                  SOL_NETLINK, done_error, iter_messages, nlmsg, parse_error)
 
 SO_SNDBUFFORCE = 32
 SO_RCVBUFFORCE = 33
@@ -98,16 +97,6 @@ class AcksLost(NetcfgError):
     """
 
     retryable = False
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """One request of a batch. ``flags`` leave out NLM_F_REQUEST/NLM_F_ACK (the socket adds them)."""
-
-    type: int
-    flags: int
-    payload: bytes
-    tag: Any = None
 
 
 @dataclass(slots=True)

@@ -28,7 +28,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from netcfg.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
+from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
 
 # Kernel spellings (linux/sched.h, linux/mount.h, linux/nsfs.h, asm/socket.h).
 CLONE_NEWNET = 0x40000000

@@ -3,7 +3,7 @@
 `netcfg show` prints what `netcfg apply` accepts (STYLE.md 8) because both
 sides are the same ``ConfigObject``s: a device read here has the kind the
 registry gives its IFLA_INFO_KIND, and attributes spelt and typed as in
-schemas/kinds/*.json (decoding: read_parse.py). Nothing is read from a
+netcfg/schemas/kinds/*.json (decoding: read_parse.py). Nothing is read from a
 saved file.
 
 One namespace costs one link dump, one address dump and one route dump (both
@@ -28,20 +28,19 @@ import socket
 import time
 from typing import Callable, Collection, Mapping, NamedTuple, TypeVar
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import IFACE, NETNS, ROOT_NETNS, ConfigObject, Model
 from netcfg.kernel.nl import DumpInterrupted, RtnlSocket
-from netcfg.kernel.nlmsg import (
-    AF_UNSPEC, IFF_LOOPBACK, IFF_UP, IFINFOMSG, IFLA_IFNAME, NETNSA_FD, NETNSA_NSID, RTM_GETADDR,
-    RTM_GETLINK, RTM_GETNSID, RTM_GETROUTE, RTMSG, RTN_UNICAST, RTPROT_KERNEL, RTPROT_UNSPEC,
-    attr_str, getaddr_dump, getlink_dump, getroute_dump, parse_attrs, rtattr_u32,
-)
-from netcfg.kernel.read_parse import (
-    DEFAULT_METRIC, S32, Link, RawRoute, getlink_bridge_dump, parse_address, parse_bridge_vlans,
-    parse_link, parse_route, port_vlan_attributes, route_attribute,
-)
-from netcfg.kernel.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.kinds import registry
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import IFACE, NETNS, ROOT_NETNS, ConfigObject, Model
+from netcfg.netlink.nlmsg import (AF_UNSPEC, IFF_LOOPBACK, IFF_UP, IFINFOMSG, IFLA_IFNAME,
+                                  NETNSA_FD, NETNSA_NSID, RTM_GETADDR, RTM_GETLINK, RTM_GETNSID,
+                                  RTM_GETROUTE, RTMSG, RTN_UNICAST, RTPROT_KERNEL, RTPROT_UNSPEC,
+                                  attr_str, getaddr_dump, getlink_dump, getroute_dump, parse_attrs,
+                                  rtattr_u32)
+from netcfg.netlink.read_parse import (DEFAULT_METRIC, S32, Link, RawRoute, getlink_bridge_dump,
+                                       parse_address, parse_bridge_vlans, parse_link, parse_route,
+                                       port_vlan_attributes, route_attribute)
+from netcfg.netlink.tags import NETCFG_GROUP, RTPROT_NETCFG
 
 PHYSICAL, LOOPBACK, LOOPBACK_NAME = "physical", "loopback", "lo"
 # 127.0.0.1/8 on lo carries no IFA_PROTO, even on 6.18 (inetdev_event sets none).

@@ -12,16 +12,15 @@ import resource
 import socket
 from typing import Callable, Collection, Iterable
 
-from netcfg.compile.model import ROOT_NETNS, Model
 from netcfg.kernel.nl import RtnlSocket
-from netcfg.kernel.nlmsg import (
-    IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID,
-    S32, RTEXT_FILTER_SKIP_STATS, RTM_GETLINK, RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg,
-    parse_attrs, rtattr, rtattr_str, rtattr_u32,
-)
-from netcfg.kernel.tags import NETNS_MARK
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
+from netcfg.model.model import ROOT_NETNS, Model
+from netcfg.netlink.nlmsg import (IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLINK_ROUTE, NETNSA_FD,
+                                  NETNSA_NSID, S32, RTEXT_FILTER_SKIP_STATS, RTM_GETLINK,
+                                  RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg, parse_attrs,
+                                  rtattr, rtattr_str, rtattr_u32)
+from netcfg.netlink.tags import NETNS_MARK
 
 
 LOOPBACK_IFINDEX = 1          # lo is always the first device of a namespace

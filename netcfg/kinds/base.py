@@ -1,6 +1,6 @@
 """The interface every object kind implements (STYLE.md 4).
 
-A kind owns its attributes (a schema file under schemas/kinds/), how it is
+A kind owns its attributes (a schema file under netcfg/schemas/kinds/), how it is
 recognised in a stanza, what it refers to, its semantic checks, and what
 the planner needs to create it. The compiler and planner only ever call
 these hooks through the registry; they never test for a particular kind.
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import IFACE, ConfigObject, Model
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import IFACE, ConfigObject, Model
 
 if TYPE_CHECKING:
-    from netcfg.errors import Report
+    from netcfg.model.errors import Report
 
 # Roles of a reference. Structural roles define which device sits on which;
 # they are the edges of the dependency graph and of cycle detection.

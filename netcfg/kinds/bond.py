@@ -15,8 +15,8 @@ lacp rates (1 = fast), and bond-xmit_hash_policy (the parser maps _ to -).
 
 from __future__ import annotations
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
 from netcfg.kinds.base import SLAVE, Kind, Reference, iter_names
+from netcfg.model.model import IFACE, ConfigObject, Model
 
 SLAVES = "bond-slaves"
 DEFAULT_MODE = "balance-rr"  # the kernel's default, and ifupdown2's

@@ -14,8 +14,8 @@ that say nothing themselves (ifupdown2 semantics).
 
 from __future__ import annotations
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
 from netcfg.kinds.base import PORT, Kind, Reference, iter_names
+from netcfg.model.model import IFACE, ConfigObject, Model
 
 # A Linux bridge holds at most this many ports (BR_MAX_PORTS - 1).
 MAX_PORTS = 1023

@@ -12,8 +12,8 @@ looks up the interface's master.
 
 from __future__ import annotations
 
-from netcfg.compile.model import ConfigObject, Model
 from netcfg.kinds.base import Trait
+from netcfg.model.model import ConfigObject, Model
 
 PORT_ATTRIBUTES = ("bridge-vids", "bridge-pvid", "bridge-access", "bridge-learning")
 

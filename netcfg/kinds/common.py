@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from netcfg.compile.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, MASTER, PORT, ROUTE_DEV, Reference, Trait
+from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 
 ETH_MAX_MTU = 65535    # most devices' max_mtu; lo and vrf say otherwise (kind.max_mtu)
 ETH_DATA_LEN = 1500    # what ether_setup gives a new device, a portless bridge included

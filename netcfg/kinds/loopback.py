@@ -10,8 +10,8 @@ configures it (addresses, routes, VRF) and never creates or deletes it.
 
 from __future__ import annotations
 
-from netcfg.compile.model import ConfigObject, Model
 from netcfg.kinds.base import Kind
+from netcfg.model.model import ConfigObject, Model
 
 NAME = "lo"
 

@@ -16,10 +16,10 @@ veth-peer-netns).
 
 from __future__ import annotations
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, Kind, Reference, drop_own_netns
 from netcfg.kinds.veth import check_netns_attribute
+from netcfg.model.model import IFACE, ConfigObject, Model
 
 RAW, RAW_NETNS, MODE = "macvlan-raw-device", "macvlan-raw-netns", "macvlan-mode"
 DEFAULT_MODE = "bridge"

@@ -12,10 +12,10 @@ an interface but not declared here is created with the defaults.
 
 from __future__ import annotations
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import NETNS, TARGET, ConfigObject, Model
 from netcfg.compile.names import netns_name_problem
 from netcfg.kinds.base import Kind
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import NETNS, TARGET, ConfigObject, Model
 
 NSID = "nsid"
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from netcfg.compile.model import IFACE
 from netcfg.kinds.base import Kind, Trait
+from netcfg.model.model import IFACE
+from netcfg.schemas.spec import group_attributes
 
 KIND_MODULES = (
     "loopback", "physical", "dummy", "veth", "vlan", "bridge", "bond", "vxlan",
@@ -68,8 +69,6 @@ def hooks_overriding(kind_name: str, method: str) -> tuple[Trait, ...]:
 @cache
 def attribute_owner() -> dict[str, str]:
     """Attribute name -> the group (kind or trait) that defines it."""
-    from netcfg.schema import group_attributes
-
     owner: dict[str, str] = {}
     for group in [*(k.name for k in kinds()), *(t.name for t in _load()[1].values())]:
         for attribute in group_attributes(group):

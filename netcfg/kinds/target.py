@@ -18,8 +18,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from netcfg.compile.model import TARGET, VOLUME, ConfigObject, Model
 from netcfg.kinds.base import VOLUME_REF, Kind, Reference
+from netcfg.model.model import TARGET, VOLUME, ConfigObject, Model
 
 PORTAL, LUN, INITIATOR = "portal", "lun", "allow-initiator"
 CHAP, MUTUAL_CHAP = "chap-secret-file", "mutual-chap-secret-file"

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
 from netcfg.kinds.base import PEER, Kind, Reference, drop_own_netns
+from netcfg.model.model import IFACE, ConfigObject, Model
 
 PEER_NAME = "veth-peer-name"
 PEER_NETNS = "veth-peer-netns"

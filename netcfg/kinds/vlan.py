@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
 from netcfg.kinds.base import LOWER, Kind, Reference, drop_own_netns
 from netcfg.kinds.veth import check_netns_attribute
+from netcfg.model.model import IFACE, ConfigObject, Model
 
 RAW, VID, PROTOCOL = "vlan-raw-device", "vlan-id", "vlan-protocol"
 RAW_NETNS = "vlan-raw-netns"

@@ -11,8 +11,8 @@ by name with `lun N VOLUME`.
 
 from __future__ import annotations
 
-from netcfg.compile.model import VOLUME, ConfigObject, Model
 from netcfg.kinds.base import Kind
+from netcfg.model.model import VOLUME, ConfigObject, Model
 
 BACKING, SIZE = "backing", "size"
 SECTOR = 512  # the block layer's unit; iSCSI and ublk both count in it

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from netcfg.compile.model import ConfigObject, Model
 from netcfg.kinds.base import Kind
+from netcfg.model.model import ConfigObject, Model
 
 TABLE = "vrf-table"
 AUTO = "auto"

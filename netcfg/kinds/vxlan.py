@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from netcfg.compile.model import ConfigObject, Model
 from netcfg.kinds.base import Kind
+from netcfg.model.model import ConfigObject, Model
 
 VNI, LOCAL, REMOTE, PORT = "vxlan-id", "vxlan-local-tunnelip", "vxlan-remoteip", "vxlan-port"
 VNIFILTER, VNI_MAP, LEARNING = "vxlan-vnifilter", "bridge-vlan-vni-map", "vxlan-learning"

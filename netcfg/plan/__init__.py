@@ -6,8 +6,8 @@ the operations into batches. Pure: values in, values out.
 
 from __future__ import annotations
 
-from netcfg.compile.model import Model
-from netcfg.gcpause import gc_paused
+from netcfg.model.gcpause import gc_paused
+from netcfg.model.model import Model
 from netcfg.plan.diff import diff
 from netcfg.plan.lower import lower
 from netcfg.plan.planner import Plan, build_plan

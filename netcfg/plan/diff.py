@@ -20,13 +20,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netcfg.compile.model import ROOT_NETNS, ConfigObject, Model
-from netcfg.kinds import registry
+from netcfg.kinds import registry, veth
 from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Trait
-from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
-                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL,
-                             VNI_ADD, VNI_DEL, Operation)
+from netcfg.model.model import ROOT_NETNS, ConfigObject, Model
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
+                             MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
+                             VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
+                             Operation)
+from netcfg.schemas.spec import group_attributes
 
 Key = tuple[str, str]
 Interval = tuple[int, int]
@@ -268,7 +269,6 @@ def route_subject(route: dict[str, Any]) -> str:
 def _pair_owner(obj: ConfigObject, model: Model) -> bool:
     # Both ends of a veth are made by one request; the veth module decides
     # which side sends it.
-    from netcfg.kinds import veth
     decide = getattr(veth, "creates_pair", None)
     return decide(obj) if decide is not None else veth.owner(obj, model)
 
@@ -347,8 +347,6 @@ def _load_kind(name: str) -> _KindInfo:
         # A device of a kind netcfg does not know (read from the kernel):
         # configure it if asked to, never create or delete it.
         return _KindInfo(None, [], frozenset(), False, frozenset())
-    from netcfg.schema import group_attributes
-
     try:
         specs = group_attributes(kind.name)
     except FileNotFoundError:
@@ -359,7 +357,6 @@ def _load_kind(name: str) -> _KindInfo:
 
 
 def _port_attributes() -> frozenset[str]:
-    from netcfg.schema import group_attributes
     return frozenset(group_attributes("bridge-port"))
 
 
@@ -537,7 +534,7 @@ class _Diff:
             had_addrs = [a for a in had_addrs if ":" not in a]
         dhcp_families = dhcp_owned(obj)
         if dhcp_families:
-            # The DHCP client owns that family's addresses (netcfg/dhcp.py).
+            # The DHCP client owns that family's addresses (netcfg/apply/dhcp.py).
             had_addrs = [a for a in had_addrs
                          if a in want_addrs or ("6" if ":" in a else "4") not in dhcp_families]
         if want_addrs != had_addrs:

@@ -67,11 +67,11 @@ import re
 from itertools import chain, repeat
 from typing import Any, Iterable
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import IFACE, ConfigObject, Model
 from netcfg.kinds import registry
 from netcfg.kinds.base import PEER
 from netcfg.kinds.bridge import MAX_PORTS
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import IFACE, ConfigObject, Model
 from netcfg.plan.lower_report import Lowered, LoweringReport, Refusal
 
 # Per-object kernel memory that is not a whole device (DESIGN.md "Kernel edge",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from netcfg.compile.location import SourceLocation
+from netcfg.model.location import SourceLocation
 
 
 @dataclass(frozen=True, slots=True)

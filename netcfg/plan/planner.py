@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from netcfg.compile.model import ROOT_NETNS
+from netcfg.model.model import ROOT_NETNS
 from netcfg.plan.diff import (LOWER_NETNS_PARAM, LOWER_PARAM, PEER_NETNS_PARAM, PEER_PARAM,
                               PORT_SUBJECT)
 from netcfg.plan.graph import CycleError, layered_order
-from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN,
-                             LINK_SET, LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL,
-                             REMOVALS, ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
+from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
+                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, REMOVALS,
+                             ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
                              VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL, Operation)
 
 Key = tuple[str, str]

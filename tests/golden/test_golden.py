@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from netcfg.cli import main
+from netcfg.cli.main import main
 
 CASES = Path(__file__).parent / "cases"
 UPDATE = os.environ.get("NETCFG_UPDATE_GOLDEN") == "1"
@@ -64,7 +64,7 @@ def test_golden(case: Path, monkeypatch) -> None:
     assert code == 0, err
     expected_any = False
     if (case / "model.json").exists() or UPDATE:
-        from netcfg.compile import ConfigSource, compile_config
+        from netcfg.compile.pipeline import ConfigSource, compile_config
         from netcfg.compile.jsonform import model_to_json
 
         model = compile_config(ConfigSource(path=_input(case))).model

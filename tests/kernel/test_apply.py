@@ -13,8 +13,8 @@ import textwrap
 
 import pytest
 
-from netcfg.apply import ApplyFailed, apply
-from netcfg.compile import ConfigSource, compile_config
+from netcfg.apply.execute import ApplyFailed, apply
+from netcfg.compile.pipeline import ConfigSource, compile_config
 
 TENANTS = textwrap.dedent("""\
     % for n, tenant in enumerate(["red", "blue"], start=1):
@@ -151,7 +151,7 @@ def test_show_piped_into_apply_changes_nothing(session, tmp_path, config):
     language without the kernel's defaults and applied again, needs no write
     at all."""
     from netcfg.compile.emit import emit_model
-    from netcfg.kernel.tags import NETNS_MARK
+    from netcfg.netlink.tags import NETNS_MARK
 
     apply(model_of(config, tmp_path), session)
     shown = emit_model(session.read(["", *sorted(session.existing_namespaces())]),
@@ -206,7 +206,7 @@ def test_a_namespace_the_config_stops_using_is_removed_but_not_anyone_elses(sess
 def test_query_check_names_the_line_of_a_hand_made_drift(session, tmp_path, capsys):
     """The issue's "done when": an address deleted with ip makes
     `netcfg query --check` fail, naming the config line that asks for it."""
-    from netcfg.cli import main
+    from netcfg.cli.main import main
 
     path = tmp_path / "net.tmpl"
     path.write_text(TENANTS)

@@ -1,5 +1,5 @@
 """`inet dhcp`: netcfg hands the interface to ISC dhclient in the interface's
-namespace (netcfg/dhcp.py), against a real DHCP server (dnsmasq) in another
+namespace (netcfg/apply/dhcp.py), against a real DHCP server (dnsmasq) in another
 namespace of the sandbox.
 
 Everything a DHCP client's script may write under /etc (its temporary
@@ -19,9 +19,9 @@ import time
 
 import pytest
 
-from netcfg import dhcp
-from netcfg.apply import apply, down
-from netcfg.compile import ConfigSource, compile_config
+from netcfg.apply import dhcp
+from netcfg.apply.execute import apply, down
+from netcfg.compile.pipeline import ConfigSource, compile_config
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("dhclient") and shutil.which("dnsmasq")),

@@ -1,4 +1,4 @@
-"""Encoded operations on the real kernel: what netcfg/kernel/encode.py sends,
+"""Encoded operations on the real kernel: what netcfg/netlink/encode.py sends,
 read back with iproute2 (`ip -j`, `bridge -j`) as a peer.
 
 Runs as root inside the sandbox (conftest.py: a private network and mount
@@ -23,20 +23,20 @@ import subprocess
 import pytest
 from builders import iface, link_add, op
 
-from netcfg.kernel.encode import EncodeError, StaticContext, delete_group, encode
-from netcfg.kernel.nl import NetlinkError, Request, RtnlSocket
-from netcfg.kernel.nlmsg import (
-    AF_BRIDGE, AF_INET6, AF_UNSPEC, IFINFOMSG, IFLA_AF_SPEC, IFLA_BR_VLAN_FILTERING,
-    IFLA_BRPORT_LEARNING, IFLA_GROUP, IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE,
-    IFLA_PROTINFO, NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID, NLA_F_NESTED, NLM_F_CREATE,
-    NLM_F_EXCL, RTM_GETLINK, RTM_NEWLINK, RTM_NEWNSID, RTM_NEWTUNNEL, RTM_SETLINK,
-    TUNNEL_MSG, VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_START, ifinfomsg, linkinfo,
-    nested, rtattr, rtattr_str, rtattr_u32,
-)
-from netcfg.kernel.tags import NETCFG_GROUP
-from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_DEL, LINK_DOWN, LINK_SET,
-                             LINK_UP, MASTER_SET, MASTER_UNSET, ROUTE_ADD, ROUTE_DEL, VNI_ADD,
-                             VNI_DEL, Operation)
+from netcfg.kernel.nl import NetlinkError, RtnlSocket
+from netcfg.netlink.encode import EncodeError, StaticContext, delete_group, encode
+from netcfg.netlink.nlmsg import Request
+from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET6, AF_UNSPEC, IFINFOMSG, IFLA_AF_SPEC,
+                                  IFLA_BR_VLAN_FILTERING, IFLA_BRPORT_LEARNING, IFLA_GROUP,
+                                  IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE,
+                                  IFLA_PROTINFO, NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID,
+                                  NLA_F_NESTED, NLM_F_CREATE, NLM_F_EXCL, RTM_GETLINK, RTM_NEWLINK,
+                                  RTM_NEWNSID, RTM_NEWTUNNEL, RTM_SETLINK, TUNNEL_MSG,
+                                  VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_START, ifinfomsg,
+                                  linkinfo, nested, rtattr, rtattr_str, rtattr_u32)
+from netcfg.netlink.tags import NETCFG_GROUP
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
+                             MASTER_UNSET, ROUTE_ADD, ROUTE_DEL, VNI_ADD, VNI_DEL, Operation)
 
 # The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from conftest import remove_what_netcfg_made
 
-from netcfg.apply import Selection, apply, down, group_deletes
-from netcfg.cli import main
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.errors import UsageError
+from netcfg.apply.execute import Selection, apply, down, group_deletes
+from netcfg.cli.main import main
+from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.session import KernelSession
+from netcfg.model.errors import UsageError
 from netcfg.plan.ops import LINK_DEL, Operation
 from netcfg.plan.planner import build_plan
 
@@ -193,8 +193,8 @@ def test_one_group_delete_per_namespace_and_an_empty_group_is_success(session, t
     assert ours("t") == [] and ours() == []
     # A group delete that finds nothing (a veth's other end took the devices
     # first) is answered ENODEV: success.
-    from netcfg.apply import _transact
-    from netcfg.kernel.encode import delete_group
+    from netcfg.apply.execute import _transact
+    from netcfg.netlink.encode import delete_group
     assert _transact("t", [], session, {}, [delete_group("t")]) == 1
 
 

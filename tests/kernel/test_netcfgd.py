@@ -26,7 +26,7 @@ from typing import Any, Callable
 import pytest
 from conftest import remove_what_netcfg_made
 
-from netcfg.client import connect, socket_path
+from netcfg.cli.client import connect, socket_path
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP = "28259"
@@ -450,7 +450,7 @@ def test_namespace_hooks_are_told_configured_and_removing(session):
     driven by a Reconciler in this process on the sandbox's kernel."""
     import logging
 
-    from netcfg.compile import ConfigSource, compile_config
+    from netcfg.compile.pipeline import ConfigSource, compile_config
     from netcfgd.hooks import NamespaceHooks
     from netcfgd.reconcile import Reconciler
 

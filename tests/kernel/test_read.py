@@ -22,12 +22,12 @@ from netcfg.compile.emit import emit_model
 from netcfg.compile.jsonform import model_from_json, model_to_json
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.compile.validate import finish_model
-from netcfg.errors import Report
-from netcfg.kernel.nl import RtnlSocket
-from netcfg.kernel.nlmsg import NETLINK_ROUTE
 from netcfg.kernel import read as read_module
+from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.read import netns_ids, read_model, read_namespace
-from netcfg.kernel.tags import NETCFG_GROUP
+from netcfg.model.errors import Report
+from netcfg.netlink.nlmsg import NETLINK_ROUTE
+from netcfg.netlink.tags import NETCFG_GROUP
 
 # The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
 

@@ -278,7 +278,7 @@ target {target_iqn(tenant)}
     path.write_text(text)
     # Compiled once here too: a config error shows in the test's own
     # traceback, and the child forked later finds the compiler warm.
-    from netcfg.compile import ConfigSource, compile_config
+    from netcfg.compile.pipeline import ConfigSource, compile_config
     compile_config(ConfigSource(path=str(path)))
     return path
 

@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from netcfg.apply import apply
-from netcfg.compile import ConfigSource, compile_config
+from netcfg.apply.execute import apply
+from netcfg.compile.pipeline import ConfigSource, compile_config
 
 
 def _kernel_can(*ip_args: str) -> bool:

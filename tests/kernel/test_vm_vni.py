@@ -1,6 +1,6 @@
 """VLAN-to-VNI mappings on a real kernel: the VM tier (`make test-vm`).
 
-templates/examples/evpn-vxlan.tmpl, written with a vxlan per VNI and a bridge
+netcfg/templates/examples/evpn-vxlan.tmpl, written with a vxlan per VNI and a bridge
 per VLAN, lowers to one VLAN-aware bridge and one `external vnifilter` vxlan
 whose `bridge-vlan-vni-map 10-41=10010-10041` must become, in the kernel:
 vlan_tunnel on the vxlan's bridge port, VLANs 10-41 on it, VNIs 10010-10041
@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from netcfg.apply import apply
-from netcfg.compile import ConfigSource, compile_config
+import netcfg.templates
+from netcfg.apply.execute import apply
+from netcfg.compile.pipeline import ConfigSource, compile_config
 
-EXAMPLE = Path(__file__).parents[2] / "templates" / "examples" / "evpn-vxlan.tmpl"
+EXAMPLE = Path(netcfg.templates.__file__).parent / "examples" / "evpn-vxlan.tmpl"
 ALL_VLANS = "vlans = range(10, 42)"
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from netcfg.cli import EXIT_INTERNAL, main
+import netcfg.templates
+from netcfg.cli.main import EXIT_INTERNAL, main
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "templates" / "examples"
+EXAMPLES = Path(netcfg.templates.__file__).parent / "examples"  # installed ones too
 
 
 def run(argv, stdin: str | None = None, monkeypatch=None):
@@ -109,7 +109,7 @@ def test_plan_json_and_dot():
 
 
 def test_json_model_from_stdin_compiles_to_the_same_model(monkeypatch):
-    from netcfg.compile import ConfigSource, compile_config
+    from netcfg.compile.pipeline import ConfigSource, compile_config
     from netcfg.compile.jsonform import model_to_json
 
     stanza_model = compile_config(ConfigSource(path=str(EXAMPLES / "tenants.tmpl"))).model
@@ -137,13 +137,13 @@ def test_syntax_help():
 
 
 def test_internal_error_has_no_traceback_unless_debug(monkeypatch, tmp_path):
-    import netcfg.cli
+    import netcfg.cli.main
 
     def broken(args):
         raise RuntimeError("boom")
 
     (tmp_path / "a.tmpl").write_text("auto lo\n")
-    monkeypatch.setattr(netcfg.cli, "cmd_check", broken)
+    monkeypatch.setattr(netcfg.cli.main, "cmd_check", broken)
     code, _, err = run(["check", "-c", str(tmp_path)])
     assert code == EXIT_INTERNAL
     assert "internal error: RuntimeError: boom" in err and "Traceback" not in err
@@ -154,7 +154,7 @@ def test_internal_error_has_no_traceback_unless_debug(monkeypatch, tmp_path):
 def test_plan_against_current_state_of_the_same_config_is_empty(tmp_path):
     """`plan --current` diffs against a JSON model: the config against itself
     needs nothing; with one address dropped from current, exactly that comes back."""
-    from netcfg.compile import ConfigSource, compile_config
+    from netcfg.compile.pipeline import ConfigSource, compile_config
     from netcfg.compile.jsonform import model_to_json
 
     example = str(EXAMPLES / "tenants.tmpl")
@@ -229,7 +229,7 @@ def test_confirm_with_nothing_waiting_exits_1(run_dir):
 def test_confirm_reaches_the_waiting_apply(run_dir):
     import threading
 
-    from netcfg.confirm import ConfirmWaiter
+    from netcfg.apply.confirm import ConfirmWaiter
 
     outcome = []
     with ConfirmWaiter() as waiter:
@@ -248,7 +248,7 @@ def test_confirm_reaches_the_waiting_apply(run_dir):
 def test_an_unconfirmed_wait_times_out(run_dir):
     import time
 
-    from netcfg.confirm import ConfirmWaiter
+    from netcfg.apply.confirm import ConfirmWaiter
 
     with ConfirmWaiter() as waiter:
         start = time.monotonic()

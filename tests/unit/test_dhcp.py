@@ -1,13 +1,13 @@
 """`inet dhcp`: which DHCP clients a config asks for, and the diff leaving
-the client's addresses alone (netcfg/dhcp.py, plan/diff.py). The client
+the client's addresses alone (netcfg/apply/dhcp.py, plan/diff.py). The client
 itself runs in the kernel tier (tests/kernel/test_dhcp.py)."""
 
 from __future__ import annotations
 
 import textwrap
 
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.dhcp import Lease, wanted_leases
+from netcfg.apply.dhcp import Lease, wanted_leases
+from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.plan.diff import diff
 from netcfg.plan.ops import ADDR_ADD, ADDR_DEL
 

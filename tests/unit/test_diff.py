@@ -8,12 +8,11 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netcfg.compile.model import IFACE, NETNS, ConfigObject, Model
+from netcfg.model.model import IFACE, NETNS, ConfigObject, Model
 from netcfg.plan.diff import compress_ranges, diff, expand_ranges
-from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
-                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL,
-                             VNI_ADD, VNI_DEL)
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
+                             MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
+                             VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL)
 
 
 def iface(name, kind, netns="", auto=True, implicit=False, **attrs):

@@ -1,7 +1,7 @@
 """query --check's explanations: the config line that asks, and what differs."""
 
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.drift import explain
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.plan.drift import explain
 from netcfg.plan.ops import ADDR_ADD, LINK_SET, LINK_UP, MASTER_SET, ROUTE_ADD, Operation
 
 CONFIG = """\

@@ -1,4 +1,4 @@
-"""netcfg.kernel.encode without a kernel: the exact attributes each operation becomes.
+"""netcfg.netlink.encode without a kernel: the exact attributes each operation becomes.
 
 Covers what the host kernel cannot run (vlan, bond, vrf, dummy, VLAN-aware
 bridges and their port VLANs; the VM tier proves those for real) and what
@@ -13,35 +13,41 @@ import struct
 import pytest
 from builders import iface, link_add, op
 
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.compile.model import Model
-from netcfg.kernel.encode import (ENCODERS, INFO_DATA, EncodeError, StaticContext, delete_group,
-                                  encode)
-from netcfg.kernel.nlmsg import (
-    AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO, BRIDGE_VLAN_INFO_PVID,
-    BRIDGE_VLAN_INFO_RANGE_BEGIN, BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-    IFA_ADDRESS, IFA_LOCAL, IFADDRMSG, IFF_UP, IFINFOMSG, IFLA_ADDRESS, IFLA_AF_SPEC,
-    IFLA_BOND_AD_LACP_RATE, IFLA_BOND_MIIMON, IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE,
-    IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME, IFLA_BR_MCAST_SNOOPING,
-    IFLA_BR_MULTI_BOOLOPT, IFLA_BR_STP_STATE, IFLA_BR_VLAN_DEFAULT_PVID, IFLA_BR_VLAN_FILTERING,
-    IFLA_BRIDGE_VLAN_INFO, IFLA_BRPORT_LEARNING, IFLA_GROUP, IFLA_IFALIAS, IFLA_IFNAME,
-    IFLA_INET6_ADDR_GEN_MODE, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINK, IFLA_LINK_NETNSID,
-    IFLA_LINKINFO, IFLA_MACVLAN_MODE, IFLA_MASTER, IFLA_MTU, IFLA_NET_NS_FD, IFLA_PROTINFO,
-    IFLA_VLAN_ID, IFLA_VLAN_PROTOCOL, IFLA_VRF_TABLE, IFLA_VXLAN_COLLECT_METADATA,
-    IFLA_VXLAN_GROUP, IFLA_VXLAN_ID, IFLA_VXLAN_LEARNING, IFLA_VXLAN_LOCAL, IFLA_VXLAN_PORT,
-    IFLA_VXLAN_VNIFILTER, NLA_F_NESTED, NLM_F_CREATE, NLM_F_EXCL, RT_SCOPE_LINK,
-    RT_SCOPE_NOWHERE, RT_SCOPE_UNIVERSE, RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_PRIORITY, RTA_TABLE,
-    RTM_DELLINK, RTM_DELROUTE, RTM_DELTUNNEL, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWROUTE,
-    RTM_NEWTUNNEL, RTM_SETLINK, RTMSG, RTN_UNICAST, RTN_UNSPEC, RTATTR, TUNNEL_MSG,
-    VETH_INFO_PEER, VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_END,
-    VXLAN_VNIFILTER_ENTRY_START, attr_str, attr_u32, dellink_group, parse_attrs,
-)
-from netcfg.kernel.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kinds import registry
+from netcfg.model.model import Model
+from netcfg.netlink.encode import (ENCODERS, INFO_DATA, EncodeError, StaticContext, delete_group,
+                                   encode)
+from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO,
+                                  BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
+                                  BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
+                                  IFA_ADDRESS, IFA_LOCAL, IFADDRMSG, IFF_UP, IFINFOMSG,
+                                  IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE,
+                                  IFLA_BOND_MIIMON, IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE,
+                                  IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME,
+                                  IFLA_BR_MCAST_SNOOPING, IFLA_BR_MULTI_BOOLOPT, IFLA_BR_STP_STATE,
+                                  IFLA_BR_VLAN_DEFAULT_PVID, IFLA_BR_VLAN_FILTERING,
+                                  IFLA_BRIDGE_VLAN_INFO, IFLA_BRPORT_LEARNING, IFLA_GROUP,
+                                  IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE,
+                                  IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINK, IFLA_LINK_NETNSID,
+                                  IFLA_LINKINFO, IFLA_MACVLAN_MODE, IFLA_MASTER, IFLA_MTU,
+                                  IFLA_NET_NS_FD, IFLA_PROTINFO, IFLA_VLAN_ID, IFLA_VLAN_PROTOCOL,
+                                  IFLA_VRF_TABLE, IFLA_VXLAN_COLLECT_METADATA, IFLA_VXLAN_GROUP,
+                                  IFLA_VXLAN_ID, IFLA_VXLAN_LEARNING, IFLA_VXLAN_LOCAL,
+                                  IFLA_VXLAN_PORT, IFLA_VXLAN_VNIFILTER, NLA_F_NESTED, NLM_F_CREATE,
+                                  NLM_F_EXCL, RT_SCOPE_LINK, RT_SCOPE_NOWHERE, RT_SCOPE_UNIVERSE,
+                                  RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_PRIORITY, RTA_TABLE,
+                                  RTM_DELLINK, RTM_DELROUTE, RTM_DELTUNNEL, RTM_NEWADDR,
+                                  RTM_NEWLINK, RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_SETLINK, RTMSG,
+                                  RTN_UNICAST, RTN_UNSPEC, RTATTR, TUNNEL_MSG, VETH_INFO_PEER,
+                                  VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_END,
+                                  VXLAN_VNIFILTER_ENTRY_START, attr_str, attr_u32, dellink_group,
+                                  parse_attrs)
+from netcfg.netlink.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.plan.diff import diff
-from netcfg.plan.ops import (ACTIONS, ADDR_ADD, LINK_ADD, LINK_DEL, LINK_SET, LINK_UP,
-                             MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VNI_ADD, VNI_DEL)
+from netcfg.plan.ops import (ACTIONS, ADDR_ADD, LINK_ADD, LINK_DEL, LINK_SET, LINK_UP, MASTER_SET,
+                             MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL, VLAN_ADD,
+                             VLAN_DEL, VLAN_TUNNEL_ADD, VNI_ADD, VNI_DEL)
 
 CREATE = NLM_F_CREATE | NLM_F_EXCL
 

@@ -1,6 +1,6 @@
 """Shipped examples compile, and their JSON form is valid and round-trips.
 
-Docs run as tests: every file in templates/examples/ is compiled here (and
+Docs run as tests: every file in netcfg/templates/examples/ is compiled here (and
 applied in the sandbox by the kernel tier once `netcfg apply` exists).
 """
 
@@ -13,15 +13,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from netcfg.compile import ConfigSource, compile_config
+import netcfg.templates
 from netcfg.compile.emit import emit_model
 from netcfg.compile.jsonform import model_to_json
+from netcfg.compile.jsonform import document_schema
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.model.model import Model
 from netcfg.plan import make_plan
-from netcfg.compile.model import Model
-from netcfg.schema import document_schema
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((REPO / "templates" / "examples").glob("*.tmpl"))
+EXAMPLES = sorted((Path(netcfg.templates.__file__).parent / "examples").glob("*.tmpl"))
 # `make test` unpacks them from Debian's ifupdown2 package (without installing it).
 IFUPDOWN2_EXAMPLES = Path(os.environ.get("NETCFG_IFUPDOWN2_EXAMPLES",
                                          "/usr/share/doc/ifupdown2/examples"))
@@ -84,7 +84,7 @@ def test_ifupdown2_examples_fail_only_on_what_netcfg_refuses_on_purpose(path):
     """Each error on ifupdown2's own examples is an explained refusal of a
     feature netcfg does not support (or one real conflict in its sample
     file): the rest of every file parses and validates."""
-    from netcfg.errors import ConfigInvalid
+    from netcfg.model.errors import ConfigInvalid
 
     try:
         compile_config(ConfigSource(path=str(path)))

@@ -15,13 +15,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import IFACE, NETNS, TARGET, VOLUME, ConfigObject, Model
-from netcfg.errors import Report
 from netcfg.kinds import registry
 from netcfg.kinds import veth as veth_mod
 from netcfg.kinds import vrf as vrf_mod
 from netcfg.kinds.base import LOWER, PEER, SLAVE, VOLUME_REF, Reference
+from netcfg.model.errors import Report
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import IFACE, NETNS, TARGET, VOLUME, ConfigObject, Model
 
 FILE = "interfaces"
 
@@ -481,7 +481,7 @@ def test_vxlan_vni_of_vnifilter_device_clashes_with_single_vni_device():
 
 def test_vrf_table_text_is_typed_when_parsed():
     from netcfg.compile.values import parse_value
-    from netcfg.schema import group_attributes
+    from netcfg.schemas.spec import group_attributes
 
     spec = group_attributes("vrf")["vrf-table"]
     assert parse_value(spec, "1001") == 1001

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from netcfg.compile.location import SourceLocation
-from netcfg.compile.model import ConfigObject, Model
+from netcfg.model.location import SourceLocation
+from netcfg.model.model import ConfigObject, Model
 from netcfg.plan.lower import (BRIDGE_PORT_BYTES, BRIDGE_VLAN_BYTES, VNI_BYTES, Lowered,
                                LoweringReport, Refusal, lower)
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from netcfg.client import DaemonConnection, DaemonError, format_status
+from netcfg.cli.client import DaemonConnection, DaemonError, format_status
 from netcfg.kernel.events import ADDRESS, LINK, NSID, Event, _decode
-from netcfg.kernel.nlmsg import (IFLA_IFNAME, RTM_DELADDR, RTM_NEWLINK, ifaddrmsg, ifinfomsg,
-                                 nlmsg, rtattr_str)
+from netcfg.netlink.nlmsg import (IFLA_IFNAME, RTM_DELADDR, RTM_NEWLINK, ifaddrmsg, ifinfomsg,
+                                  nlmsg, rtattr_str)
 from netcfgd.control import ControlConnection, ProtocolError
 from netcfgd.dirty import DirtySet
 from netcfgd.notify import Notifier
@@ -304,11 +304,11 @@ def test_unit_file_verifies():
 
 def test_a_frozen_namespace_is_reached_but_left_out():
     """netcfgd's enforcing passes reach `policy report` namespaces through a
-    veth's peer and must leave them alone (Selection.frozen, netcfg/apply.py)."""
+    veth's peer and must leave them alone (Selection.frozen, netcfg/apply/execute.py)."""
     from builders import iface
 
-    from netcfg.apply import Selection
-    from netcfg.compile.model import Model
+    from netcfg.apply.execute import Selection
+    from netcfg.model.model import Model
 
     model = Model(interfaces={
         ("", "v"): iface("v", "veth", veth_peer_name="eth0", veth_peer_netns="w"),

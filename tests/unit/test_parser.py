@@ -8,11 +8,11 @@ import textwrap
 
 import pytest
 
-from netcfg.compile.location import SourceLocation
 from netcfg.compile.parser import expand_names, parse
 from netcfg.compile.render import RenderedSource, Renderer
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
-from netcfg.errors import ConfigInvalid, Diagnostic, Report
+from netcfg.model.errors import ConfigInvalid, Diagnostic, Report
+from netcfg.model.location import SourceLocation
 
 F = "interfaces"
 

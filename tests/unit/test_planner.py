@@ -7,15 +7,13 @@ import time
 
 import pytest
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
+from netcfg.model.model import IFACE, ConfigObject, Model
 from netcfg.plan.diff import diff
 from netcfg.plan.graph import CycleError
-from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN,
-                             LINK_SET, LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL,
-                             REMOVALS, ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD,
-                             Operation)
-from netcfg.plan.planner import (ADDITION_RULES, REMOVAL_RULES, Plan, build_plan,
-                                 dependencies)
+from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
+                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, REMOVALS,
+                             ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VNI_ADD, Operation)
+from netcfg.plan.planner import ADDITION_RULES, REMOVAL_RULES, Plan, build_plan, dependencies
 
 
 def op(action, name, subject="", netns="", **params):

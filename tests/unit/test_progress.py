@@ -2,7 +2,7 @@
 
 import io
 
-from netcfg.progress import Progress
+from netcfg.cli.progress import Progress
 
 
 class Terminal(io.StringIO):

@@ -1,4 +1,4 @@
-"""Decoding read-back messages (netcfg/kernel/read_parse.py) on bytes built here.
+"""Decoding read-back messages (netcfg/netlink/read_parse.py) on bytes built here.
 
 No root, no kernel: each message is built with nlmsg's helpers the way the
 kernel lays it out, which also covers what the host kernel cannot show
@@ -13,30 +13,35 @@ import struct
 
 import pytest
 
-from netcfg.kernel.nlmsg import (
-    AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO, BRIDGE_VLAN_INFO_PVID,
-    BRIDGE_VLAN_INFO_RANGE_BEGIN, BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-    DEVCONF_DISABLE_IPV6, IFA_ADDRESS, IFA_LOCAL, IFA_PROTO, IFAPROT_KERNEL_LL, IFAPROT_KERNEL_RA,
-    IFF_UP, IFINFOMSG, IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE, IFLA_BOND_MIIMON,
-    IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE, IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME,
-    IFLA_BR_MCAST_SNOOPING, IFLA_BR_MULTI_BOOLOPT, IFLA_BR_STP_STATE, IFLA_BR_VLAN_FILTERING,
-    IFLA_BRIDGE_VLAN_INFO, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS, IFLA_BRIDGE_VLAN_TUNNEL_ID,
-    IFLA_BRIDGE_VLAN_TUNNEL_INFO, IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_BRPORT_LEARNING,
-    IFLA_EXT_MASK, IFLA_GROUP, IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE,
-    IFLA_INET6_CONF, IFLA_INFO_KIND, IFLA_INFO_SLAVE_DATA, IFLA_INFO_SLAVE_KIND, IFLA_LINK,
-    IFLA_LINK_NETNSID, IFLA_LINKINFO, IFLA_MACVLAN_MODE, IFLA_MASTER, IFLA_MTU, IFLA_VLAN_ID,
-    IFLA_VLAN_PROTOCOL, IFLA_VRF_TABLE, IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6, IFLA_VXLAN_ID,
-    IFLA_VXLAN_LEARNING, IFLA_VXLAN_LOCAL6, IFLA_VXLAN_PORT, IFLA_VXLAN_VNIFILTER, RTA_DST,
-    RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF, RTA_PRIORITY, RTA_TABLE, RTEXT_FILTER_BRVLAN_COMPRESSED,
-    RTN_UNICAST, RT_SCOPE_UNIVERSE, RT_TABLE_MAIN, U32, ifaddrmsg, ifinfomsg, linkinfo, nested,
-    parse_attrs, rtattr, rtattr_str, rtattr_u32, rtmsg,
-)
 from netcfg.kernel.read import NamespaceState, build_interfaces, resolve_cross_namespace
-from netcfg.kernel.read_parse import (
-    PortVlanInfo, getlink_bridge_dump, iter_attrs, parse_address, parse_bridge_vlans, parse_link,
-    parse_route, port_vlan_attributes, route_attribute,
-)
-from netcfg.kernel.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO,
+                                  BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
+                                  BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
+                                  DEVCONF_DISABLE_IPV6, IFA_ADDRESS, IFA_LOCAL, IFA_PROTO,
+                                  IFAPROT_KERNEL_LL, IFAPROT_KERNEL_RA, IFF_UP, IFINFOMSG,
+                                  IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE,
+                                  IFLA_BOND_MIIMON, IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE,
+                                  IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME,
+                                  IFLA_BR_MCAST_SNOOPING, IFLA_BR_MULTI_BOOLOPT, IFLA_BR_STP_STATE,
+                                  IFLA_BR_VLAN_FILTERING, IFLA_BRIDGE_VLAN_INFO,
+                                  IFLA_BRIDGE_VLAN_TUNNEL_FLAGS, IFLA_BRIDGE_VLAN_TUNNEL_ID,
+                                  IFLA_BRIDGE_VLAN_TUNNEL_INFO, IFLA_BRIDGE_VLAN_TUNNEL_VID,
+                                  IFLA_BRPORT_LEARNING, IFLA_EXT_MASK, IFLA_GROUP, IFLA_IFALIAS,
+                                  IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE, IFLA_INET6_CONF,
+                                  IFLA_INFO_KIND, IFLA_INFO_SLAVE_DATA, IFLA_INFO_SLAVE_KIND,
+                                  IFLA_LINK, IFLA_LINK_NETNSID, IFLA_LINKINFO, IFLA_MACVLAN_MODE,
+                                  IFLA_MASTER, IFLA_MTU, IFLA_VLAN_ID, IFLA_VLAN_PROTOCOL,
+                                  IFLA_VRF_TABLE, IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6,
+                                  IFLA_VXLAN_ID, IFLA_VXLAN_LEARNING, IFLA_VXLAN_LOCAL6,
+                                  IFLA_VXLAN_PORT, IFLA_VXLAN_VNIFILTER, RTA_DST, RTA_GATEWAY,
+                                  RTA_MULTIPATH, RTA_OIF, RTA_PRIORITY, RTA_TABLE,
+                                  RTEXT_FILTER_BRVLAN_COMPRESSED, RTN_UNICAST, RT_SCOPE_UNIVERSE,
+                                  RT_TABLE_MAIN, U32, ifaddrmsg, ifinfomsg, linkinfo, nested,
+                                  parse_attrs, rtattr, rtattr_str, rtattr_u32, rtmsg)
+from netcfg.netlink.read_parse import (PortVlanInfo, getlink_bridge_dump, iter_attrs, parse_address,
+                                       parse_bridge_vlans, parse_link, parse_route,
+                                       port_vlan_attributes, route_attribute)
+from netcfg.netlink.tags import NETCFG_GROUP, RTPROT_NETCFG
 
 
 def u8(attr_type: int, value: int) -> bytes:

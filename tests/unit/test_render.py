@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from netcfg.compile.location import SourceLocation
 from netcfg.compile.render import RenderedSource, Renderer, uses_mako
-from netcfg.errors import ConfigInvalid
+from netcfg.model.errors import ConfigInvalid
+from netcfg.model.location import SourceLocation
 
 
 def write(path, text: str) -> str:

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from netcfg.compile.build import build_objects
 from netcfg.compile.emit import emit_model
-from netcfg.compile.model import TARGET, ConfigObject, Model
 from netcfg.compile.parser import parse
 from netcfg.compile.render import RenderedSource
-from netcfg.errors import Report
 from netcfg.kinds import registry
-from netcfg.schema import AttributeSpec, group_attributes
+from netcfg.model.errors import Report
+from netcfg.model.model import TARGET, ConfigObject, Model
+from netcfg.schemas.spec import AttributeSpec, group_attributes
 
 ifname = st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True).filter(lambda n: n != "lo")
 nsname = st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True)

@@ -1,4 +1,4 @@
-"""The compiled fast checks in netcfg.schema agree with jsonschema."""
+"""The compiled fast checks in netcfg.schemas.spec agree with jsonschema."""
 
 import json
 
@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netcfg import schema
+from netcfg.compile.jsonform import document_schema
 from netcfg.kinds import registry
+from netcfg.schemas import spec as schema
 
 ATTRIBUTES = [(g, a) for g in schema.all_groups() for a in schema.group_attributes(g)]
 
@@ -37,14 +38,14 @@ def test_every_attribute_is_described():
 
 
 def test_document_schema_is_a_valid_schema():
-    doc = schema.document_schema()
+    doc = document_schema()
     jsonschema.Draft202012Validator.check_schema(doc)
     kinds = doc["$defs"]["interface"]["properties"]["kind"]["enum"]
     assert sorted(kinds) == sorted(k.name for k in registry.interface_kinds())
 
 
 def test_document_schema_rejects_attribute_of_another_kind():
-    validator = jsonschema.Draft202012Validator(schema.document_schema())
+    validator = jsonschema.Draft202012Validator(document_schema())
     good = {"version": 1, "interfaces": [{"name": "br0", "kind": "bridge",
                                           "bridge-ports": ["swp1"]}]}
     bad = json.loads(json.dumps(good))

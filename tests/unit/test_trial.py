@@ -1,5 +1,5 @@
 """The bookkeeping of `apply --confirm` that needs no root: netcfgd's trials
-(daemon/netcfgd/trial.py) and the CLI's interrupt guard (netcfg/confirm.py).
+(netcfgd/trial.py) and the CLI's interrupt guard (netcfg/apply/confirm.py).
 The kernel tier runs them for real (test_netcfgd_confirm.py,
 test_lifecycle.py); these pin the parts a restart or a second signal depend on."""
 
@@ -12,9 +12,9 @@ import stat
 
 import pytest
 
-from netcfg.apply import ApplyResult
-from netcfg.compile import STDIN, ConfigSource, compile_config
-from netcfg.confirm import ApplyInterrupted, InterruptGuard
+from netcfg.apply.confirm import ApplyInterrupted, InterruptGuard
+from netcfg.apply.execute import ApplyResult
+from netcfg.compile.pipeline import STDIN, ConfigSource, compile_config
 from netcfg.plan.planner import build_plan
 from netcfgd.trial import CONFIRMED, REVERTED, TRIAL_FILE, Trials, WAITING
 

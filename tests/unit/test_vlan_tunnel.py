@@ -17,15 +17,15 @@ from builders import op
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netcfg.compile.model import IFACE, ConfigObject, Model
-from netcfg.kernel.encode import EncodeError, StaticContext, encode
-from netcfg.kernel.nlmsg import (AF_BRIDGE, BRIDGE_VLAN_INFO_RANGE_BEGIN,
-                                 BRIDGE_VLAN_INFO_RANGE_END, IFINFOMSG, IFLA_AF_SPEC,
-                                 IFLA_BRIDGE_VLAN_TUNNEL_FLAGS, IFLA_BRIDGE_VLAN_TUNNEL_ID,
-                                 IFLA_BRIDGE_VLAN_TUNNEL_INFO, IFLA_BRIDGE_VLAN_TUNNEL_VID,
-                                 IFLA_BRPORT_VLAN_TUNNEL, IFLA_PROTINFO, NLA_F_NESTED,
-                                 RTM_DELLINK, RTM_SETLINK, ifinfomsg, parse_attrs)
-from netcfg.kernel.read_parse import parse_bridge_vlans, port_vlan_attributes
+from netcfg.model.model import IFACE, ConfigObject, Model
+from netcfg.netlink.encode import EncodeError, StaticContext, encode
+from netcfg.netlink.nlmsg import (AF_BRIDGE, BRIDGE_VLAN_INFO_RANGE_BEGIN,
+                                  BRIDGE_VLAN_INFO_RANGE_END, IFINFOMSG, IFLA_AF_SPEC,
+                                  IFLA_BRIDGE_VLAN_TUNNEL_FLAGS, IFLA_BRIDGE_VLAN_TUNNEL_ID,
+                                  IFLA_BRIDGE_VLAN_TUNNEL_INFO, IFLA_BRIDGE_VLAN_TUNNEL_VID,
+                                  IFLA_BRPORT_VLAN_TUNNEL, IFLA_PROTINFO, NLA_F_NESTED, RTM_DELLINK,
+                                  RTM_SETLINK, ifinfomsg, parse_attrs)
+from netcfg.netlink.read_parse import parse_bridge_vlans, port_vlan_attributes
 from netcfg.plan.diff import _tunnel_subtract, diff, tunnel_map, tunnel_texts
 from netcfg.plan.ops import (LINK_DEL, LINK_SET, MASTER_SET, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
                              VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL, Operation)

@@ -17,8 +17,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from netcfg.compile.model import ROOT_NETNS
 from netcfg.kernel.events import LINK, NSID, Event
+from netcfg.model.model import ROOT_NETNS
 
 # linux/inotify.h (kernel spellings)
 IN_CREATE = 0x100

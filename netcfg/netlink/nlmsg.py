@@ -14,7 +14,8 @@ against the headers.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
 
 # --- linux/netlink.h ------------------------------------------------------
 NETLINK_ROUTE = 0
@@ -321,7 +322,7 @@ MESSAGE_NAMES = {
 }
 
 
-# --- appended for netcfg/kernel/encode.py (kernel spellings) -----------------
+# --- appended for netcfg/netlink/encode.py (kernel spellings) -----------------
 # linux/socket.h
 AF_BRIDGE = 7
 # linux/rtnetlink.h: VNI filtering of `external vnifilter` vxlan devices
@@ -388,3 +389,14 @@ IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_BRIDGE_VLAN_TUNNEL
 RTM_NEWNSID, RTM_DELNSID, RTM_GETNSID = 88, 89, 90
 RTM_NEWVLAN, RTM_DELVLAN = 112, 113    # bridge VLAN notifications (RTNLGRP_BRVLAN)
 NETNSA_NSID, NETNSA_FD = 1, 3
+
+
+# A request of a batch is a value the pure encoder makes and netcfg.kernel.nl sends.
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request of a batch. ``flags`` leave out NLM_F_REQUEST/NLM_F_ACK (the socket adds them)."""
+
+    type: int
+    flags: int
+    payload: bytes
+    tag: Any = None

@@ -31,22 +31,22 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from netcfg import __version__
-from netcfg.apply import ApplyFailed, ApplyResult, RevertFailed, Selection, apply, revert
-from netcfg.applylock import apply_lock
-from netcfg.client import socket_path
-from netcfg.compile import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config
-from netcfg.compile.model import Model
+from netcfg.apply.confirm import run_dir
+from netcfg.apply.execute import ApplyFailed, ApplyResult, RevertFailed, Selection, apply, revert
+from netcfg.apply.lock import apply_lock
+from netcfg.cli.client import socket_path
+from netcfg.compile.pipeline import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, render_timeout_from_env
-from netcfg.confirm import run_dir
-from netcfg.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
 from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
 from netcfg.kernel.ns import DEFAULT_RUN_DIR as NETNS_RUN_DIR
 from netcfg.kernel.session import KernelSession
-from netcfg.plan.lower import lower
+from netcfg.model.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
+from netcfg.model.model import Model
+from netcfg.plan.lower.lowering import lower
 
 from netcfgd import logs, service
-from netcfgd.control import (ANSWER_DEADLINE_S, MAX_CLIENTS, REQUEST_DEADLINE_S,
-                             ControlConnection, ControlServer, ProtocolError)
+from netcfgd.control import (ANSWER_DEADLINE_S, MAX_CLIENTS, REQUEST_DEADLINE_S, ControlConnection,
+                             ControlServer, ProtocolError)
 from netcfgd.dirty import DirtySet
 from netcfgd.hooks import NamespaceHooks
 from netcfgd.notify import Notifier
@@ -64,7 +64,7 @@ ROOT_UID = 0
 class Options:
     config: str = DEFAULT_CONFIG
     variables: dict[str, Any] = field(default_factory=dict)
-    run_dir: str = ""                 # default: netcfg.confirm.run_dir()
+    run_dir: str = ""                 # default: netcfg.apply.confirm.run_dir()
     netns_dir: str = NETNS_RUN_DIR
     debounce: float = 0.03            # quiet time before a pass
     cap: float = 2.0                  # longest a dirty key waits when a storm starts
@@ -189,7 +189,7 @@ class Daemon:
                 s.close()
 
     def apply_lock(self) -> contextlib.AbstractContextManager:
-        """The CLI's apply lock (netcfg/applylock.py), held while a pass writes:
+        """The CLI's apply lock (netcfg/apply/lock.py), held while a pass writes:
         a `netcfg` that does not go through the daemon waits for it."""
         return apply_lock(self.run_dir)
 

@@ -20,8 +20,8 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from netcfg.compile.model import ConfigObject, Model
-from netcfg.errors import NetcfgError
+from netcfg.model.errors import NetcfgError
+from netcfg.model.model import ConfigObject, Model
 
 DEFAULT_PORT = 3260
 DEFAULT_MAX_CONNECTIONS = 64     # per target: the data path's TARGET_CONNECTIONS

@@ -1,5 +1,5 @@
 """netcfgd's control socket: where `netcfg` asks the daemon to apply, check,
-show and report (protocol: netcfg/client.py).
+show and report (protocol: netcfg/cli/client.py).
 
 A unix stream socket, RUN_DIR/netcfgd.sock, 0600 in a 0700 directory, and
 each peer's uid checked with SO_PEERCRED: only root may talk to it. One
@@ -30,10 +30,10 @@ import struct
 import time
 from typing import Any
 
-from netcfg.client import MAX_LINE, PROTOCOL_VERSION
+from netcfg.cli.client import MAX_LINE, PROTOCOL_VERSION
 from netcfg.compile.jsonform import MAX_JSON_DEPTH, json_depth
 from netcfg.compile.names import ifname_problem, netns_name_problem
-from netcfg.errors import EXIT_USAGE, NetcfgError
+from netcfg.model.errors import EXIT_USAGE, NetcfgError
 
 _UCRED = struct.Struct("=iII")   # struct ucred: pid, uid, gid
 # A whole request must arrive within this many seconds of the connect: a

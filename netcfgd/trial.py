@@ -3,7 +3,7 @@
 The daemon applies the new config and enforces it, but remembers the one
 before. `netcfg confirm` keeps the change; the deadline passing, or the
 waiting client giving up (Ctrl-C), reverts it: the state from before the
-apply is put back (``netcfg.apply.revert``) and the previous config is
+apply is put back (``netcfg.apply.execute.revert``) and the previous config is
 enforced again. The deadline is the daemon's, not the client's: a client
 killed, or cut off by the very change it made, does not stop the revert.
 
@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from netcfg.apply import ApplyResult
-from netcfg.compile import ConfigSource
+from netcfg.apply.execute import ApplyResult
 from netcfg.compile.jsonform import model_to_json
-from netcfg.compile.model import Model
+from netcfg.compile.pipeline import ConfigSource
+from netcfg.model.model import Model
 
 TRIAL_FILE = "trial.json"
 WAITING, CONFIRMED, REVERTED, REVERT_FAILED = "waiting", "confirmed", "reverted", "revert-failed"

@@ -2,7 +2,7 @@
 
 A pass takes a set of dirty namespaces (or all of them: a full pass), reads
 their real state and runs the CLI's own planner and applier
-(``netcfg.apply.apply``) on them, narrowed to what they reach, with the
+(``netcfg.apply.execute.apply``) on them, narrowed to what they reach, with the
 config lowered once per load. Nothing here looks at what an event said: the
 kernel is read again (STYLE.md 6). Our own writes come back as events too;
 the pass they trigger finds nothing to do and sends nothing (counted as a
@@ -24,13 +24,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from netcfg.apply import ApplyResult, Selection, apply
-from netcfg.compile.model import ROOT_NETNS, Model
-from netcfg.errors import NetcfgError
+from netcfg.apply.execute import ApplyResult, Selection, apply
 from netcfg.kernel.ns import NetnsError
 from netcfg.kernel.read import KERNEL_ROUTE_PROTOCOLS
 from netcfg.kernel.session import KernelSession
-from netcfg.kernel.tags import RTPROT_NETCFG
+from netcfg.model.errors import NetcfgError
+from netcfg.model.model import ROOT_NETNS, Model
+from netcfg.netlink.tags import RTPROT_NETCFG
 from netcfg.plan.lower import lower
 from netcfg.plan.ops import NETNS_ADD, NETNS_DEL
 

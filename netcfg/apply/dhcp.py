@@ -34,8 +34,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Collection, Iterable
 
-from netcfg.compile.model import Model
-from netcfg.errors import NetcfgError
+from netcfg.model.errors import NetcfgError
+from netcfg.model.model import Model
 from netcfg.plan.diff import dhcp_owned, is_up
 
 NETNS_ETC = "/etc/netns"
@@ -199,7 +199,7 @@ def _kill(pid: int) -> None:
 
 def clients() -> DhcpClients:
     """The clients of this host's netcfg (pid files under the run directory)."""
-    from netcfg.confirm import run_dir
+    from netcfg.apply.confirm import run_dir
 
     return DhcpClients(os.path.join(run_dir(), "dhcp"))
 

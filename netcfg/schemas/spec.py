@@ -1,9 +1,10 @@
 """JSON Schemas: the single source of truth for every attribute.
 
-schemas/kinds/<name>.json holds one attribute group each (a kind's own
+netcfg/schemas/kinds/<name>.json holds one attribute group each (a kind's own
 attributes, or a trait such as ``common`` shared by all interfaces).
-This module loads them, answers "which attributes exist and what are they",
-and assembles the schema of the whole JSON document for export.
+This module loads them and answers "which attributes exist and what are
+they"; netcfg.compile.jsonform assembles the schema of the whole JSON
+document for export (it needs the kinds, which import this module).
 
 Keywords starting with ``x-netcfg-`` are ours; jsonschema ignores them:
   x-netcfg-repeat   true: the attribute may be written several times in a stanza;
@@ -51,14 +52,14 @@ class AttributeSpec:
         return self.schema.get("x-netcfg-aliases", {})
 
 
-def _schema_dir():
+def schema_dir():
     return resources.files("netcfg.schemas")
 
 
 @cache
 def group_schema(group: str) -> dict[str, Any]:
     """The schema file of one attribute group (``bridge``, ``common``, ...)."""
-    path = _schema_dir() / "kinds" / f"{group}.json"
+    path = schema_dir() / "kinds" / f"{group}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -69,52 +70,8 @@ def group_attributes(group: str) -> dict[str, AttributeSpec]:
 
 
 def all_groups() -> list[str]:
-    return sorted(p.name[:-5] for p in (_schema_dir() / "kinds").iterdir()
+    return sorted(p.name[:-5] for p in (schema_dir() / "kinds").iterdir()
                   if p.name.endswith(".json"))
-
-
-@cache
-def document_schema() -> dict[str, Any]:
-    """The schema of the JSON form of a whole model (what `show -o json` prints).
-
-    Assembled from the group files so that each attribute is described once.
-    """
-    from netcfg.kinds import registry  # kinds know which groups they accept
-
-    top = json.loads((_schema_dir() / "netcfg.schema.json").read_text(encoding="utf-8"))
-    defs = top.setdefault("$defs", {})
-    for group in all_groups():
-        defs[group] = {k: v for k, v in group_schema(group).items()
-                       if k not in ("$schema", "$id")}
-    branches = []
-    for kind in registry.interface_kinds():
-        props: dict[str, Any] = {}
-        for group in kind.attribute_groups():
-            props.update(group_schema(group).get("properties", {}))
-        branches.append({
-            "if": {"properties": {"kind": {"const": kind.name}}},
-            "then": {"properties": props},
-        })
-    kinds = [k.name for k in registry.interface_kinds()]
-    iface = defs["interface"] = {
-        "type": "object",
-        "description": "One network interface; `kind` selects which attributes apply.",
-        "required": ["name", "kind"],
-        "properties": {
-            "name": {"type": "string", "description": "Interface name (at most 15 bytes)."},
-            "kind": {"enum": kinds, "description": "What sort of device this is."},
-            "netns": {"type": "string", "description": "Network namespace; absent for the host's."},
-            "auto": {"type": "boolean", "description": "Brought up by apply (an `auto` line)."},
-            "inet": {"enum": ["static", "manual", "loopback", "dhcp"],
-                     "description": "IPv4 method from `iface NAME inet METHOD`."},
-            "inet6": {"enum": ["static", "manual", "loopback", "dhcp"],
-                      "description": "IPv6 method from `iface NAME inet6 METHOD`."},
-        },
-        "allOf": branches,
-        "unevaluatedProperties": False,
-    }
-    del iface  # assembled in place
-    return top
 
 
 # --- Fast value checks --------------------------------------------------------

@@ -28,8 +28,8 @@ import threading
 import time
 from typing import Iterator
 
-from netcfg.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, NetcfgError,
-                           UsageError)
+from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, NetcfgError,
+                                 UsageError)
 
 DEFAULT_RUN_DIR = "/run/netcfg"
 MAX_CONFIRM_S = 86400      # the longest `apply --confirm` may wait: a day

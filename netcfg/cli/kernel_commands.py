@@ -2,14 +2,14 @@
 
 When netcfgd runs (its control socket answers), apply, query --check and
 show go through it: the daemon is the single writer, compiles the same
-config, and streams progress back (netcfg/client.py); `netcfg status`
+config, and streams progress back (netcfg/cli/client.py); `netcfg status`
 shows what it does. `apply --confirm` too: the daemon keeps the deadline and
 reverts by itself, and `netcfg confirm` asks it to keep the change
-(daemon/netcfgd/trial.py). Without a daemon they work alone, as follows.
+(netcfgd/trial.py). Without a daemon they work alone, as follows.
 
 They need root (the CLI says so, exit 2, before touching anything); the
 ones that write take the apply lock (RUN_DIR/apply.lock, RUN_DIR from
-netcfg.confirm.run_dir) and hold it while an apply waits for `netcfg
+netcfg.apply.confirm.run_dir) and hold it while an apply waits for `netcfg
 confirm`, so no other apply can slip in between a change and its revert.
 """
 
@@ -22,8 +22,10 @@ import sys
 import time
 from typing import Any
 
-from netcfg.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, EXIT_OK,
-                           EXIT_REVERT_FAILED, NetcfgError, UsageError)
+from netcfg.cli.common import config_source, print_json
+from netcfg.compile.pipeline import STDIN, compile_config
+from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, EXIT_OK,
+                                 EXIT_REVERT_FAILED, NetcfgError, UsageError)
 
 CONFIRM_HELP = ("revert unless `netcfg confirm` comes within SECONDS (exit 3); "
                 "Ctrl-C reverts too, a lost terminal does not")
@@ -81,7 +83,7 @@ def add_commands(sub: Any, config: argparse.ArgumentParser) -> None:
 
 
 def _seconds(text: str) -> float:
-    from netcfg.confirm import MAX_CONFIRM_S
+    from netcfg.apply.confirm import MAX_CONFIRM_S
 
     try:
         value = float(text)
@@ -108,7 +110,7 @@ def _session():
 
 def _daemon():
     """A connection to netcfgd when it runs (root only), else None."""
-    from netcfg.client import connect
+    from netcfg.cli.client import connect
 
     _need_root()
     return connect()
@@ -117,8 +119,6 @@ def _daemon():
 def _daemon_source(args: argparse.Namespace) -> dict[str, Any]:
     """The config as the daemon must compile it: absolute paths (its working
     directory is not ours), stdin's text, the --set variables."""
-    from netcfg.cli import config_source
-    from netcfg.compile import STDIN
 
     source = config_source(args)
     path = source.path if source.path == STDIN else os.path.abspath(source.path)
@@ -128,7 +128,7 @@ def _daemon_source(args: argparse.Namespace) -> dict[str, Any]:
 def _ask(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict[str, Any]:
     """One request to the daemon; progress lines go to ``progress``. A config
     error is printed as the CLI prints its own (FILE:LINE: ...)."""
-    from netcfg.client import DaemonError, DaemonGone
+    from netcfg.cli.client import DaemonError, DaemonGone
 
     with daemon:
         stream = daemon.request(command, **fields)
@@ -151,7 +151,6 @@ def _ask(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict
 
 
 def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -> None:
-    from netcfg.cli import print_json
 
     if args.json:
         print_json({"plan": result.plan.to_json(), "summary": result.summary()})
@@ -166,11 +165,9 @@ def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from netcfg.apply import Selection, apply, revert
-    from netcfg.cli import config_source
-    from netcfg.compile import compile_config
-    from netcfg.confirm import InterruptGuard, shielded
-    from netcfg.progress import Progress
+    from netcfg.apply.execute import Selection, apply, revert
+    from netcfg.apply.confirm import InterruptGuard, shielded
+    from netcfg.cli.progress import Progress
 
     if args.confirm is not None and args.dry_run:
         raise UsageError("--confirm and --dry-run: a dry run changes nothing to confirm")
@@ -208,10 +205,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
     """`netcfg apply` while netcfgd runs: the daemon applies (and from then on
     enforces) the config; its progress is shown here."""
-    from netcfg.cli import print_json
-    from netcfg.client import DaemonGone
-    from netcfg.confirm import InterruptGuard
-    from netcfg.progress import Progress
+    from netcfg.cli.client import DaemonGone
+    from netcfg.apply.confirm import InterruptGuard
+    from netcfg.cli.progress import Progress
 
     progress = Progress()
     confirming = args.confirm is not None
@@ -274,7 +270,7 @@ TRIAL_POLL_S = 0.2
 def _await_trial(number: int, seconds: float) -> dict[str, Any]:
     """Wait for netcfgd's trial NUMBER to end (confirmed or reverted: the
     deadline is the daemon's). Ctrl-C or SIGTERM asks it to revert now."""
-    from netcfg.confirm import Interrupted, shielded, wait_signals
+    from netcfg.apply.confirm import Interrupted, shielded, wait_signals
 
     print(f"netcfg: applied and verified; run 'netcfg confirm' within {seconds:g} s to keep "
           f"it, or netcfgd reverts it", file=sys.stderr, flush=True)
@@ -296,7 +292,7 @@ def _trial_request(command: str, **fields: Any) -> dict[str, Any]:
     """The trial as netcfgd answers ``command``. A daemon gone (or restarted:
     it forgets trials) cannot say; it reverts at its start what nobody
     confirmed (trial.json), and that is what the client reports, exit 3."""
-    from netcfg.client import connect
+    from netcfg.cli.client import connect
 
     try:
         daemon = connect()
@@ -328,7 +324,7 @@ def _trial_outcome(trial: dict[str, Any]) -> None:
 
 
 def _hangup_detaches(confirming: bool) -> contextlib.AbstractContextManager:
-    from netcfg.confirm import hangup_detaches
+    from netcfg.apply.confirm import hangup_detaches
 
     return hangup_detaches() if confirming else contextlib.nullcontext()
 
@@ -336,8 +332,8 @@ def _hangup_detaches(confirming: bool) -> contextlib.AbstractContextManager:
 def _await_confirmation(result: Any, seconds: float) -> None:
     """Keep ``result``'s changes if `netcfg confirm` comes in time, else revert
     (ApplyFailed, exit 3)."""
-    from netcfg.apply import revert
-    from netcfg.confirm import ConfirmWaiter, Interrupted, shielded
+    from netcfg.apply.execute import revert
+    from netcfg.apply.confirm import ConfirmWaiter, Interrupted, shielded
 
     try:
         with ConfirmWaiter() as waiter:
@@ -353,9 +349,7 @@ def _await_confirmation(result: Any, seconds: float) -> None:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from netcfg.apply import down
-    from netcfg.cli import config_source
-    from netcfg.compile import compile_config
+    from netcfg.apply.execute import down
 
     daemon = _daemon()
     if daemon is not None:
@@ -371,7 +365,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:
-    from netcfg.confirm import confirm
+    from netcfg.apply.confirm import confirm
 
     daemon = _daemon()
     if daemon is not None:
@@ -386,10 +380,9 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from netcfg.cli import print_json
     from netcfg.compile.emit import emit_model
     from netcfg.compile.jsonform import model_to_json
-    from netcfg.kernel.tags import NETNS_MARK
+    from netcfg.netlink.tags import NETNS_MARK
 
     daemon = _daemon()
     if daemon is not None:
@@ -410,10 +403,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from netcfg.apply import apply
-    from netcfg.drift import explain
-    from netcfg.cli import config_source
-    from netcfg.compile import compile_config
+    from netcfg.apply.execute import apply
+    from netcfg.plan.drift import explain
 
     daemon = _daemon()
     if daemon is not None:
@@ -442,9 +433,8 @@ def _print_drift(lines: list[str], differences: int) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from netcfg.cli import print_json
-    from netcfg.client import connect, socket_path
-    from netcfg.client import format_status
+    from netcfg.cli.client import connect, socket_path
+    from netcfg.cli.client import format_status
 
     daemon = connect()
     if daemon is None:
@@ -463,8 +453,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _apply_lock() -> contextlib.AbstractContextManager:
     """Serialise applies: a second one waits and says for whom."""
-    from netcfg.applylock import apply_lock
-    from netcfg.confirm import run_dir
+    from netcfg.apply.lock import apply_lock
+    from netcfg.apply.confirm import run_dir
 
     def waiting(holder: str) -> None:
         print(f"netcfg: waiting for another apply (pid {holder}) to finish", file=sys.stderr)

@@ -18,8 +18,8 @@ import signal
 import sys
 
 from netcfg.compile.pipeline import ConfigSource, compile_config
-from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, NetcfgError
 from netcfg.kernel.ns import NetnsDir
+from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, NetcfgError
 
 from netcfgd.dataplane import DataplaneError, TargetService, budgets_from_environment
 

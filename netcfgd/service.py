@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from netcfg.apply import Selection, apply
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.compile.model import ROOT_NETNS
-from netcfg.confirm import MAX_CONFIRM_S
-from netcfg.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError
+from netcfg.apply.confirm import MAX_CONFIRM_S
+from netcfg.apply.execute import Selection, apply
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError
+from netcfg.model.model import ROOT_NETNS
 
 from netcfgd.control import ControlConnection
 
@@ -142,7 +142,7 @@ def _number(request: dict[str, Any]) -> int:
 
 def query(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
     """`netcfg query --check` through the daemon: a dry run of the client's config."""
-    from netcfg.drift import explain
+    from netcfg.plan.drift import explain
 
     compiled = compile_config(source_from_request(daemon, request))
     result = apply(compiled.model, daemon.session, dry_run=True,
@@ -157,7 +157,7 @@ def query(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) ->
 def show(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
     from netcfg.compile.emit import emit_model
     from netcfg.compile.jsonform import model_to_json
-    from netcfg.kernel.tags import NETNS_MARK
+    from netcfg.netlink.tags import NETNS_MARK
 
     session = daemon.session
     names = request.get("netns") or [ROOT_NETNS, *sorted(session.existing_namespaces())]

@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from netcfg.compile.location import NOWHERE, SourceLocation
+from netcfg.model.location import NOWHERE, SourceLocation
 
 # Documented exit codes (README "Exit codes", netcfg --help).
 EXIT_OK = 0

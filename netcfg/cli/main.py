@@ -25,16 +25,16 @@ import argparse  # noqa: E402 - after the handler above, on purpose
 import json
 import sys
 import traceback
-from typing import Any, Sequence
+from typing import Sequence
 
 from netcfg import __version__
-from netcfg.cli_kernel import add_commands
-from netcfg.compile import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config, read_stdin, render_config
-from netcfg.compile.model import Model
+from netcfg.cli.common import config_source, print_json
+from netcfg.cli.kernel_commands import add_commands
+from netcfg.compile.pipeline import DEFAULT_CONFIG, ConfigSource, compile_config, render_config
 from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
                                    render_timeout_from_env)
-from netcfg.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid, NetcfgError,
-                           UsageError)
+from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid, NetcfgError
+from netcfg.model.model import Model
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in netcfg, not in the config
 
@@ -47,7 +47,7 @@ examples:
   netcfg apply br0                      only br0, its ports and what they sit on
   netcfg down --netns t1                delete netcfg's devices in t1, and t1 if netcfg made it
   netcfg show -o json                   running state, in the JSON model form
-  netcfg render -c templates/examples   print the rendered stanzas
+  netcfg render -c netcfg/templates/examples  print the rendered stanzas
   netcfg plan -c site/ --set vlans=100  what apply would do, batch by batch
   netcfg plan --json | jq .lowering     what lightweight lowering saved
   netcfg syntax-help bridge-vids        one attribute, from the schema
@@ -129,30 +129,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def print_json(value: Any) -> None:
-    """Indented for a person at a terminal; compact for programs, where
-    json's C encoder is several times faster on big plans."""
-    if sys.stdout.isatty():
-        print(json.dumps(value, indent=2))
-    else:
-        print(json.dumps(value, separators=(",", ":")))
-
-
-def config_source(args: argparse.Namespace) -> ConfigSource:
-    variables: dict[str, Any] = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key.isidentifier():
-            raise UsageError(f"--set expects KEY=VALUE with KEY a Python identifier, got '{item}'")
-        try:
-            variables[key] = json.loads(value)
-        except json.JSONDecodeError:
-            variables[key] = value
-    stdin_text = read_stdin() if args.config == STDIN else None
-    return ConfigSource(path=args.config, variables=variables, stdin_text=stdin_text,
-                        render_timeout=args.render_timeout)
-
-
 def cmd_render(args: argparse.Namespace) -> int:
     for source in render_config(config_source(args)):
         sys.stdout.write(source.text if source.text.endswith("\n") or not source.text
@@ -199,7 +175,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_syntax_help(args: argparse.Namespace) -> int:
-    from netcfg.syntax_help import describe_all, describe_attribute
+    from netcfg.cli.syntax_help import describe_all, describe_attribute
 
     if args.attribute:
         print(describe_attribute(args.attribute))
@@ -209,7 +185,7 @@ def cmd_syntax_help(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from netcfg.schema import document_schema
+    from netcfg.compile.jsonform import document_schema
 
     print(json.dumps(document_schema(), indent=2))  # a document people read
     return EXIT_OK

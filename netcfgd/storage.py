@@ -36,8 +36,8 @@ import logging
 import os
 from typing import Any, Callable
 
-from netcfg.compile.model import Model
-from netcfg.errors import NetcfgError
+from netcfg.model.errors import NetcfgError
+from netcfg.model.model import Model
 
 from netcfgd.hooks import NamespaceHooks
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from netcfg.compile.location import NOWHERE, SourceLocation
+from netcfg.model.location import NOWHERE, SourceLocation
 
 ROOT_NETNS = ""  # the host's own namespace; printed without a `netns` attribute
 

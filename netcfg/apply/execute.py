@@ -32,23 +32,24 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
-from netcfg import dhcp
-from netcfg.compile.model import IFACE, ROOT_NETNS, ConfigObject, Model
-from netcfg.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED, NetcfgError,
-                           UsageError, did_you_mean)
-from netcfg.gcpause import gc_paused
-from netcfg.kernel.encode import delete_group, encode
-from netcfg.kernel.nl import NetlinkError, Request
-from netcfg.kernel.nlmsg import (AF_INET, AF_INET6, NLM_F_CREATE, NLM_F_EXCL, RT_SCOPE_NOWHERE,
-                                 RTA_DST, RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF, RTA_PREFSRC,
-                                 RTA_PRIORITY, RTA_SRC, RTA_TABLE, RTM_DELROUTE, RTM_NEWROUTE,
-                                 RTMSG, RTN_UNSPEC, parse_attrs, rtattr, rtattr_u32, rtmsg)
+from netcfg.apply import dhcp
+from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
-from netcfg.kernel.read_parse import DEFAULT_METRIC
 from netcfg.kernel.session import KernelSession
-from netcfg.kernel.tags import NETCFG_GROUP
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, PEER
+from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED, NetcfgError,
+                                 UsageError, did_you_mean)
+from netcfg.model.gcpause import gc_paused
+from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
+from netcfg.netlink.encode import delete_group, encode
+from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, NLM_F_CREATE, NLM_F_EXCL, RT_SCOPE_NOWHERE,
+                                  RTA_DST, RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF, RTA_PREFSRC,
+                                  RTA_PRIORITY, RTA_SRC, RTA_TABLE, RTM_DELROUTE, RTM_NEWROUTE,
+                                  RTMSG, RTN_UNSPEC, Request, parse_attrs, rtattr, rtattr_u32,
+                                  rtmsg)
+from netcfg.netlink.read_parse import DEFAULT_METRIC
+from netcfg.netlink.tags import NETCFG_GROUP
 from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, dhcp_owned, diff
 from netcfg.plan.lower import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, REMOVALS,
@@ -338,7 +339,7 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         raise
     if not dry_run:
         # Interfaces with `inet dhcp` are up and verified: the DHCP client
-        # takes them from here (netcfg/dhcp.py).
+        # takes them from here (netcfg/apply/dhcp.py).
         result.dhcp = [f"stopped {lease.describe()}" for lease in stopped]
         result.dhcp += dhcp.start_wanted(target)
     return result

@@ -20,8 +20,8 @@ import os
 import socket
 from typing import Any, Iterator
 
-from netcfg.confirm import run_dir
-from netcfg.errors import EXIT_USAGE, NetcfgError, UsageError
+from netcfg.apply.confirm import run_dir
+from netcfg.model.errors import EXIT_USAGE, NetcfgError, UsageError
 
 PROTOCOL_VERSION = 1
 SOCKET_NAME = "netcfgd.sock"

@@ -6,12 +6,12 @@ Pure: an Operation that would repair the drift, and the compiled model.
 
 from __future__ import annotations
 
-from netcfg.compile.location import NOWHERE, SourceLocation
-from netcfg.compile.model import ConfigObject, Model
-from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
-                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD,
-                             ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL,
-                             VNI_ADD, VNI_DEL, Operation)
+from netcfg.model.location import NOWHERE, SourceLocation
+from netcfg.model.model import ConfigObject, Model
+from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
+                             MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
+                             VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
+                             Operation)
 
 # The attribute that asked for what an operation repairs, and the sentence
 # saying what differs ({label}, {subject} and {params} filled in).

@@ -1,0 +1,1 @@
+"""JSON Schemas of the model, installed as package data (see netcfg/schemas/spec.py)."""
