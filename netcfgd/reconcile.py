@@ -31,7 +31,7 @@ from netcfg.kernel.session import KernelSession
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.netlink.tags import RTPROT_NETCFG
-from netcfg.plan.lower import lower
+from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import NETNS_ADD, NETNS_DEL
 
 from netcfgd.hooks import NamespaceHooks

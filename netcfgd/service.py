@@ -10,9 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from netcfg.apply.confirm import MAX_CONFIRM_S
 from netcfg.apply.execute import Selection, apply
+from netcfg.compile.emit import emit_model
+from netcfg.compile.jsonform import model_to_json
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError
 from netcfg.model.model import ROOT_NETNS
+from netcfg.netlink.tags import NETNS_MARK
+from netcfg.plan.drift import explain
 
 from netcfgd.control import ControlConnection
 
@@ -142,8 +146,6 @@ def _number(request: dict[str, Any]) -> int:
 
 def query(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
     """`netcfg query --check` through the daemon: a dry run of the client's config."""
-    from netcfg.plan.drift import explain
-
     compiled = compile_config(source_from_request(daemon, request))
     result = apply(compiled.model, daemon.session, dry_run=True,
                    lower_enabled=request.get("lower", "auto") == "auto")
@@ -155,10 +157,6 @@ def query(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) ->
 
 
 def show(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -> None:
-    from netcfg.compile.emit import emit_model
-    from netcfg.compile.jsonform import model_to_json
-    from netcfg.netlink.tags import NETNS_MARK
-
     session = daemon.session
     names = request.get("netns") or [ROOT_NETNS, *sorted(session.existing_namespaces())]
     model = session.read(names)

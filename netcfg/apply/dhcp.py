@@ -34,6 +34,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Collection, Iterable
 
+from netcfg.apply.confirm import run_dir
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import Model
 from netcfg.plan.diff import dhcp_owned, is_up
@@ -199,8 +200,6 @@ def _kill(pid: int) -> None:
 
 def clients() -> DhcpClients:
     """The clients of this host's netcfg (pid files under the run directory)."""
-    from netcfg.apply.confirm import run_dir
-
     return DhcpClients(os.path.join(run_dir(), "dhcp"))
 
 

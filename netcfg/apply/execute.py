@@ -51,7 +51,7 @@ from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, NLM_F_CREATE, NLM_F_EXCL, R
 from netcfg.netlink.read_parse import DEFAULT_METRIC
 from netcfg.netlink.tags import NETCFG_GROUP
 from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, dhcp_owned, diff
-from netcfg.plan.lower import lower
+from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, REMOVALS,
                              ROUTE_ADD, ROUTE_DEL, Operation)
 from netcfg.plan.planner import Plan, build_plan

@@ -9,7 +9,7 @@ from __future__ import annotations
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.model import Model
 from netcfg.plan.diff import diff
-from netcfg.plan.lower import lower
+from netcfg.plan.lower.lowering import lower
 from netcfg.plan.planner import Plan, build_plan
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import ConfigObject, Model
-from netcfg.plan.lower import (BRIDGE_PORT_BYTES, BRIDGE_VLAN_BYTES, VNI_BYTES, Lowered,
-                               LoweringReport, Refusal, lower)
+from netcfg.plan.lower.common import BRIDGE_PORT_BYTES, BRIDGE_VLAN_BYTES, VNI_BYTES
+from netcfg.plan.lower.lowering import lower
+from netcfg.plan.lower.report import Lowered, LoweringReport, Refusal
 
 F = "/etc/netcfg/net.tmpl"
 BRIDGE, VLAN, VXLAN = 60_000, 40_000, 42_000  # kinds' kernel_bytes
