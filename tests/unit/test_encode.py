@@ -16,8 +16,8 @@ from builders import iface, link_add, op
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kinds import registry
 from netcfg.model.model import Model
-from netcfg.netlink.encode import (ENCODERS, INFO_DATA, EncodeError, StaticContext, delete_group,
-                                   encode)
+from netcfg.netlink.attrs import INFO_DATA
+from netcfg.netlink.encode import ENCODERS, EncodeError, StaticContext, delete_group, encode
 from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
