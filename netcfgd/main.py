@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 from netcfg import __version__
 from netcfg.apply.confirm import run_dir
-from netcfg.apply.execute import ApplyFailed, ApplyResult, RevertFailed, Selection, apply, revert
+from netcfg.apply.execute import ApplyFailed, ApplyResult, RevertFailed, apply, revert
 from netcfg.apply.lock import apply_lock
 from netcfg.cli.client import socket_path
 from netcfg.compile.pipeline import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config
@@ -43,6 +43,7 @@ from netcfg.kernel.session import KernelSession
 from netcfg.model.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
 from netcfg.model.model import Model
 from netcfg.plan.lower.lowering import lower
+from netcfg.plan.scope import Selection
 
 from netcfgd import logs, service
 from netcfgd.control import (ANSWER_DEADLINE_S, MAX_CLIENTS, REQUEST_DEADLINE_S, ControlConnection,

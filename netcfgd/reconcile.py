@@ -24,15 +24,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from netcfg.apply.execute import ApplyResult, Selection, apply
+from netcfg.apply.execute import ApplyResult, apply
 from netcfg.kernel.ns import NetnsError
 from netcfg.kernel.read import KERNEL_ROUTE_PROTOCOLS
 from netcfg.kernel.session import KernelSession
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import ROOT_NETNS, Model
-from netcfg.netlink.tags import RTPROT_NETCFG
+from netcfg.model.tags import RTPROT_NETCFG
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import NETNS_ADD, NETNS_DEL
+from netcfg.plan.scope import Selection
 
 from netcfgd.hooks import NamespaceHooks
 from netcfgd.watch import NsidMap

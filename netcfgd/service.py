@@ -9,14 +9,15 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from netcfg.apply.confirm import MAX_CONFIRM_S
-from netcfg.apply.execute import Selection, apply
+from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
 from netcfg.compile.jsonform import model_to_json
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError
 from netcfg.model.model import ROOT_NETNS
-from netcfg.netlink.tags import NETNS_MARK
+from netcfg.model.tags import NETNS_MARK
 from netcfg.plan.drift import explain
+from netcfg.plan.scope import Selection
 
 from netcfgd.control import ControlConnection
 

@@ -59,7 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 
-GROUP = 28259   # netcfg/netlink/tags.py NETCFG_GROUP; iproute2's side is tagged the same
+GROUP = 28259   # netcfg/model/tags.py NETCFG_GROUP; iproute2's side is tagged the same
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -386,7 +386,7 @@ def kernel_floor(names: list[str]) -> dict[str, Any]:
     from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, AF_UNSPEC, RTM_GETADDR, RTM_GETLINK,
                                       RTM_GETROUTE, getaddr_dump, getlink_dump, getroute_dump)
     from netcfg.kernel.session import KernelSession
-    from netcfg.netlink.tags import RTPROT_NETCFG
+    from netcfg.model.tags import RTPROT_NETCFG
     dumps = ((RTM_GETLINK, getlink_dump()), (RTM_GETADDR, getaddr_dump(AF_INET)),
              (RTM_GETADDR, getaddr_dump(AF_INET6)),
              (RTM_GETROUTE, getroute_dump(AF_UNSPEC, protocol=RTPROT_NETCFG)))
@@ -548,7 +548,7 @@ def dump_sizes(sock) -> dict[str, dict[str, int]]:
     """Bytes and messages of each dump KernelSession.read makes, on one socket."""
     from netcfg.netlink.nlmsg import (AF_UNSPEC, RTM_GETADDR, RTM_GETLINK, RTM_GETROUTE,
                                       getaddr_dump, getlink_dump, getroute_dump)
-    from netcfg.netlink.tags import RTPROT_NETCFG
+    from netcfg.model.tags import RTPROT_NETCFG
 
     out: dict[str, Any] = {}
     for label, msg_type, payload in (

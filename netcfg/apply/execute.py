@@ -28,43 +28,29 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import ipaddress
 from dataclasses import dataclass, field
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from typing import Any, Sequence
 
 from netcfg.apply import dhcp
+from netcfg.apply.routes import foreign_route_removals, restore_requests
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
 from netcfg.kernel.session import KernelSession
-from netcfg.kinds import registry
-from netcfg.kinds.base import LOWER, PEER
 from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED, NetcfgError,
                                  UsageError, did_you_mean)
 from netcfg.model.gcpause import gc_paused
-from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
-from netcfg.netlink.encode import delete_group, encode
-from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, NLM_F_CREATE, NLM_F_EXCL, RT_SCOPE_NOWHERE,
-                                  RTA_DST, RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF, RTA_PREFSRC,
-                                  RTA_PRIORITY, RTA_SRC, RTA_TABLE, RTM_DELROUTE, RTM_NEWROUTE,
-                                  RTMSG, RTN_UNSPEC, Request, parse_attrs, rtattr, rtattr_u32,
-                                  rtmsg)
-from netcfg.netlink.read_parse import DEFAULT_METRIC
-from netcfg.netlink.tags import NETCFG_GROUP
-from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, dhcp_owned, diff
+from netcfg.model.model import ROOT_NETNS, Model
+from netcfg.netlink.encode import PROTOCOL, delete_group, encode
+from netcfg.netlink.nlmsg import Request
+from netcfg.plan.diff import PEER_NETNS_PARAM, diff
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, REMOVALS,
-                             ROUTE_ADD, ROUTE_DEL, Operation)
+                             ROUTE_ADD, Operation)
 from netcfg.plan.planner import Plan, build_plan
+from netcfg.plan.scope import (GroupDeletes, Selection, dhcp_devices, group_deletes, managed_view,
+                               purge_target, without_namespaces)
 
 Key = tuple[str, str]
-RT_TABLE_MAIN = 254
-# A route-del of another program's route carries its protocol: sent as is
-# (encode.py deletes only proto 110), and shown in the plan.
-PROTOCOL = "protocol"
-PROTOCOL_NAMES = {3: "boot", 4: "static", 16: "dhcp", 186: "bgp", 188: "ospf"}
-# What a device the config does not declare loses in a purge namespace, when
-# netcfg cannot delete it (physical, lo, a kind it does not know).
-PURGED_ATTRIBUTES = ("address", "route", "vrf")
 
 
 class ApplyFailed(NetcfgError):
@@ -102,93 +88,6 @@ class ApplyResult:
 
 # ---------------------------------------------------------------- what is compared
 
-def managed_view(desired: Model, current: Model, session: KernelSession,
-                 namespaces: list[str], purge: Collection[str] = ()) -> Model:
-    """The part of current state netcfg compares against: the namespaces this
-    config uses, what the config names, and devices netcfg created (tagged
-    with its group); in ``purge`` namespaces, every device. Devices and
-    namespaces nobody configured are left alone elsewhere."""
-    wanted = set(namespaces)
-    view = Model(namespaces={n: o for n, o in current.namespaces.items() if n in wanted})
-    for key, obj in current.interfaces.items():
-        netns, name = key
-        state = session.states.get(netns)
-        if key in desired.interfaces or netns in purge or (
-                state is not None and name in state.managed):
-            view.interfaces[key] = obj
-    view.masters = {k: m for k, m in current.masters.items() if k in view.interfaces}
-    return view
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Part of a config to apply: interfaces by name (in every namespace, or
-    only in ``namespaces``), or whole namespaces. Each interface brings what
-    it is connected to, transitively: its veth peer, lower device, master,
-    ports, and the devices its routes name."""
-
-    interfaces: tuple[str, ...] = ()
-    namespaces: tuple[str, ...] = ()
-    # Namespaces whose objects this run must not change though the selection
-    # reaches them (netcfgd: those with `policy report`).
-    frozen: tuple[str, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.interfaces or self.namespaces)
-
-    def keys(self, target: Model, current: Model) -> set[Key]:
-        known = target.interfaces.keys() | current.interfaces.keys()
-        namespaces = set(target.netns_names()) | set(current.namespaces)
-        for netns in self.namespaces:
-            if netns not in namespaces:
-                raise UsageError(f"--netns {netns}: the config uses no such namespace"
-                                 + did_you_mean(netns, namespaces - {ROOT_NETNS}))
-        picked = {k for k in known if (k[1] in self.interfaces if self.interfaces else True)
-                  and (k[0] in self.namespaces if self.namespaces else True)}
-        for name in self.interfaces:
-            if not any(k[1] == name for k in picked):
-                where = f" in netns {', '.join(self.namespaces)}" if self.namespaces else ""
-                raise UsageError(f"no interface {name!r}{where} in the config or made by netcfg"
-                                 + did_you_mean(name, {k[1] for k in known}))
-        reached = _connected(picked, (target, current))
-        return {k for k in reached if k[0] not in self.frozen} if self.frozen else reached
-
-    def cut(self, model: Model, keys: set[Key]) -> Model:
-        namespaces = {k[0] for k in keys} | set(self.namespaces)
-        return dataclasses.replace(
-            model, interfaces={k: o for k, o in model.interfaces.items() if k in keys},
-            namespaces={n: o for n, o in model.namespaces.items() if n in namespaces},
-            masters={k: m for k, m in model.masters.items() if k in keys and m in keys})
-
-
-def _references(obj: ConfigObject, roles: Collection[str] | None = None) -> list[Key]:
-    """Interfaces ``obj`` names (through its kind's and traits' hooks), in
-    any role or in ``roles``."""
-    try:
-        hooks = registry.hooks_for(obj.kind)
-    except KeyError:
-        return []
-    return [(r.netns, r.name) for hook in hooks for r in hook.references(obj)
-            if r.section == IFACE and (roles is None or r.role in roles)]
-
-
-def _connected(keys: set[Key], models: Iterable[Model]) -> set[Key]:
-    models = list(models)
-    out, todo = set(keys), list(keys)
-    while todo:
-        key = todo.pop()
-        for model in models:
-            obj = model.interfaces.get(key)
-            near = _references(obj) if obj is not None else []
-            if key in model.masters:
-                near.append(model.masters[key])
-            for other in near:
-                if other not in out:
-                    out.add(other)
-                    todo.append(other)
-    return out
-
-
 @dataclass
 class _Scope:
     """How one run reads the kernel: these namespaces, the managed view of
@@ -206,7 +105,8 @@ class _Scope:
             model = self.session.read(self.namespaces, foreign_routes=self.purge)
         else:   # a KernelSession subclass may take names only (bench/apply)
             model = self.session.read(self.namespaces)
-        view = managed_view(self.desired, model, self.session, self.namespaces, self.purge)
+        view = managed_view(self.desired, model, self.session.managed(), self.namespaces,
+                            self.purge)
         if self.selection is not None and self.keys is not None:
             view = self.selection.cut(view, self.keys)
         return view
@@ -226,72 +126,6 @@ class _Scope:
 
 
 # ---------------------------------------------------------------- purge
-
-def purge_target(target: Model, current: Model, purge: Collection[str],
-                 kernel_kinds: Mapping[Key, str]) -> tuple[Model, list[str]]:
-    """What purge namespaces should hold: what the config declares, plus the
-    devices netcfg never deletes (physical ones, ``lo``, kinds it does not
-    know) as they are, without addresses, routes or a master the config does
-    not give them. Undeclared devices of kinds netcfg creates are absent, so
-    the diff deletes them. Notes say what was left and why."""
-    kept: dict[Key, ConfigObject] = {}
-    notes = []
-    for key, cur in current.interfaces.items():
-        if key[0] not in purge or key in target.interfaces or _creatable(cur.kind):
-            continue
-        attrs = {a: v for a, v in cur.attrs.items() if a not in PURGED_ATTRIBUTES}
-        kept[key] = ConfigObject(section=cur.section, name=cur.name, kind=cur.kind,
-                                 netns=cur.netns, attrs=attrs, loc=cur.loc, auto=cur.auto)
-        if key in kernel_kinds:
-            notes.append(f"purge: {cur.label()} is a {kernel_kinds[key]} device, a kind netcfg "
-                         f"does not delete; left in place, without its addresses and routes")
-    if not kept:
-        return target, notes
-    return dataclasses.replace(target, interfaces={**target.interfaces, **kept}), notes
-
-
-def _creatable(kind: str) -> bool:
-    try:
-        return registry.kind(kind).creatable
-    except KeyError:
-        return False
-
-
-def dhcp_devices(model: Model) -> set[Key]:
-    """Interfaces a DHCP client configures: their routes are the client's."""
-    return {key for key, obj in model.interfaces.items() if dhcp_owned(obj)}
-
-
-def foreign_route_removals(states: Mapping[str, Any], purge: Collection[str],
-                           spared: Collection[Key] = ()) -> list[Operation]:
-    """A route-del for each route of another program in the purge namespaces,
-    but those through the ``spared`` devices (the DHCP client's)."""
-    ops = []
-    for netns in sorted(purge):
-        state = states.get(netns)
-        for foreign in state.foreign_routes if state is not None else ():
-            route = foreign.route
-            dev = state.names.get(route.oif, "") if route.oif is not None else ""
-            if (netns, dev) in spared:
-                continue
-            params: dict[str, Any] = {"to": route.to}
-            if route.via:
-                params["via"] = route.via
-            if dev:
-                params["dev"] = dev
-            params.update(table=route.table, metric=route.metric, protocol=route.protocol)
-            ops.append(Operation(ROUTE_DEL, netns, dev, _foreign_subject(route), params=params))
-    return ops
-
-
-def _foreign_subject(route) -> str:
-    subject = route.to + (f" via {route.via}" if route.via else "")
-    if route.table != RT_TABLE_MAIN:
-        subject += f" table {route.table}"
-    if route.metric != DEFAULT_METRIC.get(route.family, 0):
-        subject += f" metric {route.metric}"
-    return subject + f" proto {PROTOCOL_NAMES.get(route.protocol, route.protocol)}"
-
 
 # ---------------------------------------------------------------- apply, down, revert
 
@@ -367,37 +201,11 @@ def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (
     scope = _Scope(session, Model(), list(dict.fromkeys([ROOT_NETNS, *targets])))
     with gc_paused():
         before = scope.current()
-        after = _without(before, set(targets), {n for n in targets if n in declared})
+        after = without_namespaces(before, set(targets), {n for n in targets if n in declared})
     result = _converge(after, before, scope, dry_run=dry_run)
     if not dry_run:
         result.dhcp = dhcp.release(targets)
     return result
-
-
-def _without(model: Model, namespaces: set[str], dead: set[str]) -> Model:
-    """``model`` less its devices in ``namespaces`` (and what sits on them or
-    pairs with them, anywhere), less the ``dead`` namespaces."""
-    gone = {k for k in model.interfaces if k[0] in namespaces}
-    grew = True
-    while grew:
-        grew = False
-        for key, obj in model.interfaces.items():
-            # Devices it cannot outlive: its veth peer, its lower device.
-            if key not in gone and any(ref in gone for ref in _references(obj, (PEER, LOWER))):
-                gone.add(key)
-                grew = True
-    kept = {}
-    for key, obj in model.interfaces.items():
-        if key in gone:
-            continue
-        if (key[0], obj.attrs.get("vrf")) in gone:   # its VRF goes: the kernel releases it
-            obj = dataclasses.replace(obj, attrs={a: v for a, v in obj.attrs.items()
-                                                  if a != "vrf"})
-        kept[key] = obj
-    return dataclasses.replace(
-        model, interfaces=kept,
-        namespaces={n: o for n, o in model.namespaces.items() if n not in dead},
-        masters={k: m for k, m in model.masters.items() if k in kept and m in kept})
 
 
 def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
@@ -450,51 +258,11 @@ def revert(result: ApplyResult, why: str) -> None:
         now = scope.current()
         back = build_plan(diff(before, now))
         _execute(back, scope.session)
-        _restore_routes(result.purged_routes, scope.session)
+        for netns, requests in restore_requests(result.purged_routes, scope.session):
+            _send(netns, requests, scope.session)
     except _WRITE_FAILURES as second:
         raise RevertFailed(f"{why}; the revert failed too: {_reason(second)}") from None
     raise ApplyFailed(f"{why}; the previous state was restored") from None
-
-
-# ---------------------------------------------------------------- bulk deletion
-
-@dataclass
-class GroupDeletes:
-    """Link-dels sent as one delete by group: at which batch (index) each
-    namespace's goes, and the keys of the link-dels it stands for."""
-
-    at: dict[int, list[str]] = field(default_factory=dict)
-    replaced: set[tuple[str, str, str, str]] = field(default_factory=set)
-    notes: list[str] = field(default_factory=list)
-
-
-def group_deletes(plan: Plan, managed: Mapping[str, Collection[str]]) -> GroupDeletes:
-    """Namespaces where the plan deletes every device netcfg made there (by a
-    link-del of its own, or of its veth peer elsewhere): their own link-dels
-    become one RTM_DELLINK by group, sent in the batch of the last of them,
-    so whatever had to come before each one still does."""
-    covered: dict[str, set[str]] = {}
-    own: dict[str, list[tuple[int, Operation]]] = {}
-    for number, batch in enumerate(plan.batches):
-        for op in batch:
-            if op.action != LINK_DEL:
-                continue
-            covered.setdefault(op.netns, set()).add(op.name)
-            if op.params.get(PEER_PARAM):
-                covered.setdefault(op.params.get(PEER_NETNS_PARAM, op.netns), set()).add(
-                    op.params[PEER_PARAM])
-            if op.name in managed.get(op.netns, ()):
-                own.setdefault(op.netns, []).append((number, op))
-    out = GroupDeletes()
-    for netns, ops in own.items():
-        if not set(managed[netns]) <= covered[netns]:
-            continue
-        out.at.setdefault(max(number for number, _ in ops), []).append(netns)
-        out.replaced.update(op.key for _, op in ops)
-        out.notes.append(f"{len(ops)} link-del{'s' if len(ops) > 1 else ''} in "
-                         f"{'netns ' + netns if netns else 'the host namespace'} sent as one "
-                         f"delete by group {NETCFG_GROUP}: every device netcfg made there goes")
-    return out
 
 
 # ---------------------------------------------------------------- execution
@@ -590,18 +358,12 @@ class _Context:
         return self.session.states[netns].interfaces[name].attrs["vrf-table"]
 
 
-def _encode(op: Operation, ctx: _Context) -> list[Request]:
-    if op.action == ROUTE_DEL and PROTOCOL in op.params:
-        return [_foreign_route_del(op, ctx)]
-    return encode(op, ctx)
-
-
 def _transact(netns: str, ops: list[Operation], session: KernelSession,
               vrf_tables: dict[tuple[str, str], int], extra: Sequence[Request] = ()) -> int:
     ctx = _Context(netns, session, vrf_tables)
     requests: list[Request] = []
     for op in ops:
-        requests.extend(_encode(op, ctx))
+        requests.extend(encode(op, ctx))
     requests.extend(extra)
     if requests:
         _send(netns, requests, session)
@@ -662,70 +424,3 @@ def _sysctls(op: Operation, session: KernelSession) -> None:
         raise ApplyFailed(f"{op.describe()}: cannot write {path}: {e.strerror}") from None
 
 
-# ---------------------------------------------------------------- other programs' routes
-
-def _foreign_route_del(op: Operation, ctx: _Context) -> Request:
-    """Equivalent to: `ip route del PREFIX [via GW] [dev DEV] table T metric M proto P`.
-
-    Scope NOWHERE and type UNSPEC match any; the protocol must match."""
-    params = op.params
-    dst = ipaddress.ip_network(params["to"])
-    table = params["table"]
-    attrs = [rtmsg(AF_INET if dst.version == 4 else AF_INET6, dst.prefixlen, table,
-                   params[PROTOCOL], RT_SCOPE_NOWHERE, RTN_UNSPEC), rtattr_u32(RTA_TABLE, table)]
-    if dst.prefixlen:
-        attrs.append(rtattr(RTA_DST, dst.network_address.packed))
-    if params.get("via"):
-        attrs.append(rtattr(RTA_GATEWAY, ipaddress.ip_address(params["via"]).packed))
-    if params.get("dev"):
-        attrs.append(rtattr_u32(RTA_OIF, ctx.ifindex(op.netns, params["dev"])))
-    if params["metric"]:
-        attrs.append(rtattr_u32(RTA_PRIORITY, params["metric"]))
-    return Request(RTM_DELROUTE, 0, b"".join(attrs), tag=op)
-
-
-def _route_identity(route, dev: str) -> tuple:
-    return (route.family, route.to, route.via, dev, route.table, route.metric, route.protocol)
-
-
-def _restore_routes(purged: dict[str, list[tuple[ForeignRoute, str]]],
-                    session: KernelSession) -> None:
-    """Add back what a purge removed of other programs' routes (a revert):
-    each as it was dumped, through its device's ifindex now (a device
-    re-created by the revert has a new one)."""
-    if not purged:
-        return
-    session.read(list(purged), foreign_routes=list(purged))
-    for netns, routes in purged.items():
-        state = session.states.get(netns)
-        if state is None:
-            continue
-        have = {_route_identity(r.route, state.names.get(r.route.oif, ""))
-                for r in state.foreign_routes}
-        requests = []
-        for foreign, dev in routes:
-            if _route_identity(foreign.route, dev) in have:
-                continue
-            if dev and dev not in state.ifindex:
-                raise ApplyFailed(f"route {foreign.route.to} (netns {netns}) cannot be put "
-                                  f"back: its device {dev} is gone")
-            requests.append(_route_add(netns, foreign, dev, state.ifindex.get(dev)))
-        if requests:
-            _send(netns, requests, session)
-
-
-def _route_add(netns: str, foreign: ForeignRoute, dev: str, ifindex: int | None) -> Request:
-    """Equivalent to: `ip route add` of the route as it was dumped."""
-    family, dst_len, src_len, tos, _t, protocol, scope, rtm_type, _f = \
-        RTMSG.unpack_from(foreign.payload)
-    table = foreign.route.table
-    kept = parse_attrs(foreign.payload, RTMSG.size,
-                       {RTA_DST, RTA_SRC, RTA_GATEWAY, RTA_PREFSRC, RTA_PRIORITY, RTA_MULTIPATH})
-    attrs = [rtmsg(family, dst_len, table, protocol, scope, rtm_type, src_len, tos),
-             rtattr_u32(RTA_TABLE, table)]
-    attrs += [rtattr(attr, bytes(value)) for attr, value in sorted(kept.items())]
-    if ifindex is not None:
-        attrs.append(rtattr_u32(RTA_OIF, ifindex))
-    op = Operation(ROUTE_ADD, netns, dev, _foreign_subject(foreign.route),
-                   params={PROTOCOL: protocol})
-    return Request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, b"".join(attrs), tag=op)

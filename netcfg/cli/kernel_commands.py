@@ -165,7 +165,8 @@ def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from netcfg.apply.execute import Selection, apply, revert
+    from netcfg.apply.execute import apply, revert
+    from netcfg.plan.scope import Selection
     from netcfg.apply.confirm import InterruptGuard, shielded
     from netcfg.cli.progress import Progress
 
@@ -382,7 +383,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from netcfg.compile.emit import emit_model
     from netcfg.compile.jsonform import model_to_json
-    from netcfg.netlink.tags import NETNS_MARK
+    from netcfg.model.tags import NETNS_MARK
 
     daemon = _daemon()
     if daemon is not None:

@@ -40,7 +40,7 @@ from netcfg.netlink.nlmsg import (AF_UNSPEC, IFF_LOOPBACK, IFF_UP, IFINFOMSG, IF
 from netcfg.netlink.read_parse import (DEFAULT_METRIC, S32, Link, RawRoute, getlink_bridge_dump,
                                        parse_address, parse_bridge_vlans, parse_link, parse_route,
                                        port_vlan_attributes, route_attribute)
-from netcfg.netlink.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 
 PHYSICAL, LOOPBACK, LOOPBACK_NAME = "physical", "loopback", "lo"
 # 127.0.0.1/8 on lo carries no IFA_PROTO, even on 6.18 (inetdev_event sets none).

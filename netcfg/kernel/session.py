@@ -20,7 +20,7 @@ from netcfg.netlink.nlmsg import (IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLIN
                                   NETNSA_NSID, S32, RTEXT_FILTER_SKIP_STATS, RTM_GETLINK,
                                   RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg, parse_attrs,
                                   rtattr, rtattr_str, rtattr_u32)
-from netcfg.netlink.tags import NETNS_MARK
+from netcfg.model.tags import NETNS_MARK
 
 
 LOOPBACK_IFINDEX = 1          # lo is always the first device of a namespace

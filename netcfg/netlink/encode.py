@@ -55,8 +55,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError
+from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
-from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
+from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, parse_attrs,
+                                  AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
                                   IFA_ADDRESS, IFA_LOCAL, IFF_UP, IFLA_AF_SPEC,
@@ -73,7 +75,6 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO
                                   VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_END,
                                   VXLAN_VNIFILTER_ENTRY_START, dellink_group, ifaddrmsg, ifinfomsg,
                                   linkinfo, nested, rtattr, rtattr_str, rtattr_u32, rtmsg)
-from netcfg.netlink.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
@@ -459,7 +460,50 @@ def _route_add(op: Operation, ctx: EncodeContext) -> list[Request]:
 
 def _route_del(op: Operation, ctx: EncodeContext) -> list[Request]:
     """Equivalent to: `ip route del PREFIX [via GW] dev DEV [table T] [metric M] proto 110`."""
+    if PROTOCOL in op.params:
+        return [_foreign_route_del(op, ctx)]
     return [Request(RTM_DELROUTE, 0, _route(op, ctx, adding=False), tag=op)]
+
+
+# ---------------------------------------------------------------- other programs' routes
+# A route of another program (a purge namespace's) carries its protocol in the
+# operation: deleted with that protocol, where netcfg's own are deleted as
+# proto 110 only; put back by a revert exactly as it was dumped.
+PROTOCOL = "protocol"
+
+
+def _foreign_route_del(op: Operation, ctx: EncodeContext) -> Request:
+    """Equivalent to: `ip route del PREFIX [via GW] [dev DEV] table T metric M proto P`.
+
+    Scope NOWHERE and type UNSPEC match any; the protocol must match."""
+    params = op.params
+    dst = ipaddress.ip_network(params["to"])
+    table = params["table"]
+    attrs = [rtmsg(AF_INET if dst.version == 4 else AF_INET6, dst.prefixlen, table,
+                   params[PROTOCOL], RT_SCOPE_NOWHERE, RTN_UNSPEC), rtattr_u32(RTA_TABLE, table)]
+    if dst.prefixlen:
+        attrs.append(rtattr(RTA_DST, dst.network_address.packed))
+    if params.get("via"):
+        attrs.append(rtattr(RTA_GATEWAY, ipaddress.ip_address(params["via"]).packed))
+    if params.get("dev"):
+        attrs.append(rtattr_u32(RTA_OIF, ctx.ifindex(op.netns, params["dev"])))
+    if params["metric"]:
+        attrs.append(rtattr_u32(RTA_PRIORITY, params["metric"]))
+    return Request(RTM_DELROUTE, 0, b"".join(attrs), tag=op)
+
+
+def route_readd(op: Operation, payload: bytes, table: int, ifindex: int | None) -> Request:
+    """Equivalent to: `ip route add` of a route as it was dumped (``payload``,
+    its RTM_NEWROUTE), through its device's ifindex now; ``op`` is its tag."""
+    family, dst_len, src_len, tos, _t, protocol, scope, rtm_type, _f = RTMSG.unpack_from(payload)
+    kept = parse_attrs(payload, RTMSG.size,
+                       {RTA_DST, RTA_SRC, RTA_GATEWAY, RTA_PREFSRC, RTA_PRIORITY, RTA_MULTIPATH})
+    attrs = [rtmsg(family, dst_len, table, protocol, scope, rtm_type, src_len, tos),
+             rtattr_u32(RTA_TABLE, table)]
+    attrs += [rtattr(attr, bytes(value)) for attr, value in sorted(kept.items())]
+    if ifindex is not None:
+        attrs.append(rtattr_u32(RTA_OIF, ifindex))
+    return Request(RTM_NEWROUTE, CREATE, b"".join(attrs), tag=op)
 
 
 # ---------------------------------------------------------------- bridge port VLANs

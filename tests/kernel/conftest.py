@@ -21,7 +21,7 @@ from sandbox import NETNS_RUN_DIR, enter_or_refuse
 
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
 from netcfg.kernel.session import KernelSession
-from netcfg.netlink.tags import NETCFG_GROUP
+from netcfg.model.tags import NETCFG_GROUP
 
 HERE = Path(__file__).parent
 RUN_DIR = NETNS_RUN_DIR

@@ -151,7 +151,7 @@ def test_show_piped_into_apply_changes_nothing(session, tmp_path, config):
     language without the kernel's defaults and applied again, needs no write
     at all."""
     from netcfg.compile.emit import emit_model
-    from netcfg.netlink.tags import NETNS_MARK
+    from netcfg.model.tags import NETNS_MARK
 
     apply(model_of(config, tmp_path), session)
     shown = emit_model(session.read(["", *sorted(session.existing_namespaces())]),

@@ -34,7 +34,7 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET6, AF_UNSPEC, IFINFOMSG, IFL
                                   RTM_NEWNSID, RTM_NEWTUNNEL, RTM_SETLINK, TUNNEL_MSG,
                                   VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_START, ifinfomsg,
                                   linkinfo, nested, rtattr, rtattr_str, rtattr_u32)
-from netcfg.netlink.tags import NETCFG_GROUP
+from netcfg.model.tags import NETCFG_GROUP
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
                              MASTER_UNSET, ROUTE_ADD, ROUTE_DEL, VNI_ADD, VNI_DEL, Operation)
 

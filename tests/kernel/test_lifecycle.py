@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 from conftest import remove_what_netcfg_made
 
-from netcfg.apply.execute import Selection, apply, down, group_deletes
+from netcfg.apply.execute import apply, down
 from netcfg.cli.main import main
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.session import KernelSession
 from netcfg.model.errors import UsageError
 from netcfg.plan.ops import LINK_DEL, Operation
 from netcfg.plan.planner import build_plan
+from netcfg.plan.scope import Selection, group_deletes
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP = "28259"

@@ -11,7 +11,7 @@ import textwrap
 import time
 
 import storm_scenario
-from netcfg.netlink.tags import NETCFG_GROUP
+from netcfg.model.tags import NETCFG_GROUP
 from storm_scenario import PORTS
 from test_netcfgd import REPAIR_BOUND_S, addresses, cli, ip, ip_json, wait_for
 from test_netcfgd import make_daemon  # noqa: F401 - the fixture, shared

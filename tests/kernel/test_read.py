@@ -27,7 +27,7 @@ from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.read import netns_ids, read_model, read_namespace
 from netcfg.model.errors import Report
 from netcfg.netlink.nlmsg import NETLINK_ROUTE
-from netcfg.netlink.tags import NETCFG_GROUP
+from netcfg.model.tags import NETCFG_GROUP
 
 # The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
 

@@ -17,7 +17,8 @@ from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kinds import registry
 from netcfg.model.model import Model
 from netcfg.netlink.attrs import INFO_DATA
-from netcfg.netlink.encode import ENCODERS, EncodeError, StaticContext, delete_group, encode
+from netcfg.netlink.encode import (ENCODERS, EncodeError, StaticContext, delete_group, encode,
+                                   route_readd)
 from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
@@ -42,8 +43,8 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI
                                   RTN_UNICAST, RTN_UNSPEC, RTATTR, TUNNEL_MSG, VETH_INFO_PEER,
                                   VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_END,
                                   VXLAN_VNIFILTER_ENTRY_START, attr_str, attr_u32, dellink_group,
-                                  parse_attrs)
-from netcfg.netlink.tags import NETCFG_GROUP, RTPROT_NETCFG
+                                  parse_attrs, rtattr, rtattr_u32)
+from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.plan.diff import diff
 from netcfg.plan.ops import (ACTIONS, ADDR_ADD, LINK_ADD, LINK_DEL, LINK_SET, LINK_UP, MASTER_SET,
                              MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL, VLAN_ADD,
@@ -464,6 +465,27 @@ def test_device_route_with_metric_and_its_delete(ctx):
     # Any scope and type, but only a route netcfg added (its protocol).
     assert (header[5], header[6], header[7]) == (RTPROT_NETCFG, RT_SCOPE_NOWHERE, RTN_UNSPEC)
 
+
+
+def test_another_programs_route_is_deleted_with_its_protocol_and_put_back_as_dumped(ctx):
+    # A purge deletes it (route-del carrying its protocol); a revert re-adds
+    # the dumped message, through the device's ifindex now.
+    route = {"to": "10.9.0.0/16", "via": "10.2.0.1", "table": 254, "metric": 0, "protocol": 4}
+    delete = one(encode(op(ROUTE_DEL, "", "10.9.0.0/16 via 10.2.0.1 proto static", **route), ctx))
+    header = RTMSG.unpack_from(delete.payload)
+    assert (delete.type, header[1], header[5], header[6], header[7]) == (
+        RTM_DELROUTE, 16, 4, RT_SCOPE_NOWHERE, RTN_UNSPEC)
+    attrs = parse_attrs(delete.payload, RTMSG.size)
+    assert RTA_OIF not in attrs and RTA_PRIORITY not in attrs  # no dev, metric 0: any
+    assert bytes(attrs[RTA_GATEWAY]) == bytes([10, 2, 0, 1])
+    dumped = (RTMSG.pack(AF_INET, 16, 0, 0, 254, 4, RT_SCOPE_UNIVERSE, RTN_UNICAST, 0)
+              + rtattr(RTA_DST, bytes([10, 9, 0, 0])) + rtattr_u32(RTA_OIF, 99))
+    tag = op(ROUTE_ADD, "swp1", "10.9.0.0/16 proto static")
+    readd = route_readd(tag, dumped, 254, 11)
+    assert (readd.type, readd.flags, readd.tag) == (RTM_NEWROUTE, CREATE, tag)
+    assert RTMSG.unpack_from(readd.payload)[5] == 4
+    attrs = parse_attrs(readd.payload, RTMSG.size)
+    assert attr_u32(attrs[RTA_OIF]) == 11 and bytes(attrs[RTA_DST]) == bytes([10, 9, 0, 0])
 
 # ------------------------------------------------------------------ port VLANs
 def vlan_entries(payload: bytes) -> list[tuple[int, int]]:

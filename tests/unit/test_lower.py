@@ -1,4 +1,4 @@
-"""Lightweight lowering (netcfg/plan/lower.py) on hand-built models.
+"""Lightweight lowering (netcfg/plan/lower/) on hand-built models.
 
 Every model here is what validation would hand over: objects with their
 attributes completed (vlan-raw-device / vlan-id filled in) and the masters

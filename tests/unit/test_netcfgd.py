@@ -304,10 +304,10 @@ def test_unit_file_verifies():
 
 def test_a_frozen_namespace_is_reached_but_left_out():
     """netcfgd's enforcing passes reach `policy report` namespaces through a
-    veth's peer and must leave them alone (Selection.frozen, netcfg/apply/execute.py)."""
+    veth's peer and must leave them alone (Selection.frozen, netcfg/plan/scope.py)."""
     from builders import iface
 
-    from netcfg.apply.execute import Selection
+    from netcfg.plan.scope import Selection
     from netcfg.model.model import Model
 
     model = Model(interfaces={

@@ -41,7 +41,7 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI
 from netcfg.netlink.read_parse import (PortVlanInfo, getlink_bridge_dump, iter_attrs, parse_address,
                                        parse_bridge_vlans, parse_link, parse_route,
                                        port_vlan_attributes, route_attribute)
-from netcfg.netlink.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 
 
 def u8(attr_type: int, value: int) -> bytes:

@@ -1,6 +1,6 @@
 """What lowering did and did not do, for the plan's text and JSON.
 
-Kept apart from the lowering pass itself (netcfg/plan/lower.py): this is the
+Kept apart from the lowering pass itself (netcfg/plan/lower/): this is the
 part operators read, that one is the part that has to be exactly right.
 """
 

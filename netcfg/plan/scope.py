@@ -1,0 +1,208 @@
+"""What one run compares and changes, worked out from values alone: the
+managed view of current state, a Selection of interfaces or namespaces and
+what they reach, what a purge namespace should hold, what `down` leaves, and
+which link-dels go as one delete by group. netcfg.apply.execute reads the
+kernel and writes the plan; everything here is pure and tested without one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Collection, Iterable, Mapping
+
+from netcfg.kinds import registry
+from netcfg.kinds.base import LOWER, PEER
+from netcfg.model.errors import UsageError, did_you_mean
+from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
+from netcfg.model.tags import NETCFG_GROUP
+from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, dhcp_owned
+from netcfg.plan.ops import LINK_DEL, Operation
+from netcfg.plan.planner import Plan
+
+Key = tuple[str, str]
+
+# What a device the config does not declare loses in a purge namespace, when
+# netcfg cannot delete it (physical, lo, a kind it does not know).
+PURGED_ATTRIBUTES = ("address", "route", "vrf")
+
+
+def managed_view(desired: Model, current: Model, managed: Mapping[str, Collection[str]],
+                 namespaces: list[str], purge: Collection[str] = ()) -> Model:
+    """The part of current state netcfg compares against: the namespaces this
+    config uses, what the config names, and devices netcfg created (tagged
+    with its group); in ``purge`` namespaces, every device. Devices and
+    namespaces nobody configured are left alone elsewhere."""
+    wanted = set(namespaces)
+    view = Model(namespaces={n: o for n, o in current.namespaces.items() if n in wanted})
+    for key, obj in current.interfaces.items():
+        netns, name = key
+        if key in desired.interfaces or netns in purge or name in managed.get(netns, ()):
+            view.interfaces[key] = obj
+    view.masters = {k: m for k, m in current.masters.items() if k in view.interfaces}
+    return view
+
+@dataclass(frozen=True)
+class Selection:
+    """Part of a config to apply: interfaces by name (in every namespace, or
+    only in ``namespaces``), or whole namespaces. Each interface brings what
+    it is connected to, transitively: its veth peer, lower device, master,
+    ports, and the devices its routes name."""
+
+    interfaces: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    # Namespaces whose objects this run must not change though the selection
+    # reaches them (netcfgd: those with `policy report`).
+    frozen: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.interfaces or self.namespaces)
+
+    def keys(self, target: Model, current: Model) -> set[Key]:
+        known = target.interfaces.keys() | current.interfaces.keys()
+        namespaces = set(target.netns_names()) | set(current.namespaces)
+        for netns in self.namespaces:
+            if netns not in namespaces:
+                raise UsageError(f"--netns {netns}: the config uses no such namespace"
+                                 + did_you_mean(netns, namespaces - {ROOT_NETNS}))
+        picked = {k for k in known if (k[1] in self.interfaces if self.interfaces else True)
+                  and (k[0] in self.namespaces if self.namespaces else True)}
+        for name in self.interfaces:
+            if not any(k[1] == name for k in picked):
+                where = f" in netns {', '.join(self.namespaces)}" if self.namespaces else ""
+                raise UsageError(f"no interface {name!r}{where} in the config or made by netcfg"
+                                 + did_you_mean(name, {k[1] for k in known}))
+        reached = connected(picked, (target, current))
+        return {k for k in reached if k[0] not in self.frozen} if self.frozen else reached
+
+    def cut(self, model: Model, keys: set[Key]) -> Model:
+        namespaces = {k[0] for k in keys} | set(self.namespaces)
+        return dataclasses.replace(
+            model, interfaces={k: o for k, o in model.interfaces.items() if k in keys},
+            namespaces={n: o for n, o in model.namespaces.items() if n in namespaces},
+            masters={k: m for k, m in model.masters.items() if k in keys and m in keys})
+
+
+def references(obj: ConfigObject, roles: Collection[str] | None = None) -> list[Key]:
+    """Interfaces ``obj`` names (through its kind's and traits' hooks), in
+    any role or in ``roles``."""
+    try:
+        hooks = registry.hooks_for(obj.kind)
+    except KeyError:
+        return []
+    return [(r.netns, r.name) for hook in hooks for r in hook.references(obj)
+            if r.section == IFACE and (roles is None or r.role in roles)]
+
+
+def connected(keys: set[Key], models: Iterable[Model]) -> set[Key]:
+    models = list(models)
+    out, todo = set(keys), list(keys)
+    while todo:
+        key = todo.pop()
+        for model in models:
+            obj = model.interfaces.get(key)
+            near = references(obj) if obj is not None else []
+            if key in model.masters:
+                near.append(model.masters[key])
+            for other in near:
+                if other not in out:
+                    out.add(other)
+                    todo.append(other)
+    return out
+
+def purge_target(target: Model, current: Model, purge: Collection[str],
+                 kernel_kinds: Mapping[Key, str]) -> tuple[Model, list[str]]:
+    """What purge namespaces should hold: what the config declares, plus the
+    devices netcfg never deletes (physical ones, ``lo``, kinds it does not
+    know) as they are, without addresses, routes or a master the config does
+    not give them. Undeclared devices of kinds netcfg creates are absent, so
+    the diff deletes them. Notes say what was left and why."""
+    kept: dict[Key, ConfigObject] = {}
+    notes = []
+    for key, cur in current.interfaces.items():
+        if key[0] not in purge or key in target.interfaces or creatable(cur.kind):
+            continue
+        attrs = {a: v for a, v in cur.attrs.items() if a not in PURGED_ATTRIBUTES}
+        kept[key] = ConfigObject(section=cur.section, name=cur.name, kind=cur.kind,
+                                 netns=cur.netns, attrs=attrs, loc=cur.loc, auto=cur.auto)
+        if key in kernel_kinds:
+            notes.append(f"purge: {cur.label()} is a {kernel_kinds[key]} device, a kind netcfg "
+                         f"does not delete; left in place, without its addresses and routes")
+    if not kept:
+        return target, notes
+    return dataclasses.replace(target, interfaces={**target.interfaces, **kept}), notes
+
+
+def creatable(kind: str) -> bool:
+    try:
+        return registry.kind(kind).creatable
+    except KeyError:
+        return False
+
+
+def dhcp_devices(model: Model) -> set[Key]:
+    """Interfaces a DHCP client configures: their routes are the client's."""
+    return {key for key, obj in model.interfaces.items() if dhcp_owned(obj)}
+
+def without_namespaces(model: Model, namespaces: set[str], dead: set[str]) -> Model:
+    """``model`` less its devices in ``namespaces`` (and what sits on them or
+    pairs with them, anywhere), less the ``dead`` namespaces."""
+    gone = {k for k in model.interfaces if k[0] in namespaces}
+    grew = True
+    while grew:
+        grew = False
+        for key, obj in model.interfaces.items():
+            # Devices it cannot outlive: its veth peer, its lower device.
+            if key not in gone and any(ref in gone for ref in references(obj, (PEER, LOWER))):
+                gone.add(key)
+                grew = True
+    kept = {}
+    for key, obj in model.interfaces.items():
+        if key in gone:
+            continue
+        if (key[0], obj.attrs.get("vrf")) in gone:   # its VRF goes: the kernel releases it
+            obj = dataclasses.replace(obj, attrs={a: v for a, v in obj.attrs.items()
+                                                  if a != "vrf"})
+        kept[key] = obj
+    return dataclasses.replace(
+        model, interfaces=kept,
+        namespaces={n: o for n, o in model.namespaces.items() if n not in dead},
+        masters={k: m for k, m in model.masters.items() if k in kept and m in kept})
+
+@dataclass
+class GroupDeletes:
+    """Link-dels sent as one delete by group: at which batch (index) each
+    namespace's goes, and the keys of the link-dels it stands for."""
+
+    at: dict[int, list[str]] = field(default_factory=dict)
+    replaced: set[tuple[str, str, str, str]] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+
+def group_deletes(plan: Plan, managed: Mapping[str, Collection[str]]) -> GroupDeletes:
+    """Namespaces where the plan deletes every device netcfg made there (by a
+    link-del of its own, or of its veth peer elsewhere): their own link-dels
+    become one RTM_DELLINK by group, sent in the batch of the last of them,
+    so whatever had to come before each one still does."""
+    covered: dict[str, set[str]] = {}
+    own: dict[str, list[tuple[int, Operation]]] = {}
+    for number, batch in enumerate(plan.batches):
+        for op in batch:
+            if op.action != LINK_DEL:
+                continue
+            covered.setdefault(op.netns, set()).add(op.name)
+            if op.params.get(PEER_PARAM):
+                covered.setdefault(op.params.get(PEER_NETNS_PARAM, op.netns), set()).add(
+                    op.params[PEER_PARAM])
+            if op.name in managed.get(op.netns, ()):
+                own.setdefault(op.netns, []).append((number, op))
+    out = GroupDeletes()
+    for netns, ops in own.items():
+        if not set(managed[netns]) <= covered[netns]:
+            continue
+        out.at.setdefault(max(number for number, _ in ops), []).append(netns)
+        out.replaced.update(op.key for _, op in ops)
+        out.notes.append(f"{len(ops)} link-del{'s' if len(ops) > 1 else ''} in "
+                         f"{'netns ' + netns if netns else 'the host namespace'} sent as one "
+                         f"delete by group {NETCFG_GROUP}: every device netcfg made there goes")
+    return out
