@@ -37,7 +37,7 @@ from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
 from netcfg.kernel.session import KernelSession
 from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED, NetcfgError,
-                                 UsageError, did_you_mean)
+                                 UnknownDevice, UsageError, did_you_mean)
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.netlink.encode import PROTOCOL, delete_group, encode
@@ -230,21 +230,24 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
                               + "; ".join(op.describe() for op in drift[:5]))
         result.verified = True
     except _WRITE_FAILURES as failure:
-        revert(result, _reason(failure))
+        revert(result, str(failure))
+    except Exception as bug:
+        # A bug (a KeyError, a TypeError...) is reverted like any failure, then
+        # reaches the CLI as the internal error it is (exit 70), not reported
+        # as a kernel or config problem; if the revert fails, that matters more.
+        try:
+            revert(result, f"internal error: {type(bug).__name__}: {bug}")
+        except ApplyFailed:
+            bug.add_note("the previous state was restored")
+            raise bug from None
     return result
 
 
 # Once writing has started, any of these must end in a revert, never escape
-# as an internal error with the kernel half-configured: a device whose
-# ifindex is unknown (KeyError from the encode context), a socket or sysctl
-# error (OSError), as well as netcfg's own errors.
-_WRITE_FAILURES = (NetcfgError, KeyError, OSError)
-
-
-def _reason(failure: BaseException) -> str:
-    if isinstance(failure, KeyError):
-        return f"no such device in the kernel: {failure.args[0] if failure.args else failure}"
-    return str(failure)
+# as an internal error with the kernel half-configured: netcfg's own errors
+# (a device whose ifindex is unknown is UnknownDevice, one of them), a socket
+# or sysctl error (OSError).
+_WRITE_FAILURES = (NetcfgError, OSError)
 
 
 def revert(result: ApplyResult, why: str) -> None:
@@ -261,7 +264,7 @@ def revert(result: ApplyResult, why: str) -> None:
         for netns, requests in restore_requests(result.purged_routes, scope.session):
             _send(netns, requests, scope.session)
     except _WRITE_FAILURES as second:
-        raise RevertFailed(f"{why}; the revert failed too: {_reason(second)}") from None
+        raise RevertFailed(f"{why}; the revert failed too: {second}") from None
     raise ApplyFailed(f"{why}; the previous state was restored") from None
 
 
@@ -355,7 +358,11 @@ class _Context:
         created = self.vrf_tables.get((netns, name))
         if created is not None:
             return created
-        return self.session.states[netns].interfaces[name].attrs["vrf-table"]
+        state = self.session.states.get(netns)
+        vrf = state.interfaces.get(name) if state is not None else None
+        if vrf is None or "vrf-table" not in vrf.attrs:
+            raise UnknownDevice(netns, name)
+        return vrf.attrs["vrf-table"]
 
 
 def _transact(netns: str, ops: list[Operation], session: KernelSession,

@@ -224,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"netcfg: internal error: {type(e).__name__}: {e} (run with --debug for a "
               f"traceback, and please report it)", file=sys.stderr)
+        for note in getattr(e, "__notes__", ()):   # e.g. apply: the previous state was restored
+            print(f"netcfg: {note}", file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -15,12 +15,13 @@ from typing import Callable, Collection, Iterable
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
+from netcfg.model.errors import UnknownDevice
 from netcfg.model.model import ROOT_NETNS, Model
+from netcfg.model.tags import NETNS_MARK
 from netcfg.netlink.nlmsg import (IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLINK_ROUTE, NETNSA_FD,
                                   NETNSA_NSID, S32, RTEXT_FILTER_SKIP_STATS, RTM_GETLINK,
                                   RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg, parse_attrs,
                                   rtattr, rtattr_str, rtattr_u32)
-from netcfg.model.tags import NETNS_MARK
 
 
 LOOPBACK_IFINDEX = 1          # lo is always the first device of a namespace
@@ -159,7 +160,12 @@ class KernelSession:
             read_ifindexes(self.socket(name), state)
 
     def ifindex(self, netns: str, name: str) -> int:
-        return self.states[netns].ifindex[name]
+        """The device's ifindex as last read; UnknownDevice when there is none."""
+        state = self.states.get(netns)
+        index = state.ifindex.get(name) if state is not None else None
+        if index is None:
+            raise UnknownDevice(netns, name)
+        return index
 
     def new_ifindex(self, netns: str, name: str) -> int:
         """An ifindex for a device about to be created in ``netns``, recorded

@@ -84,6 +84,21 @@ class ConfigInvalid(NetcfgError):
         super().__init__("\n".join(d.format() for d in self.diagnostics))
 
 
+class UnknownDevice(NetcfgError):
+    """A device the kernel, as last read, does not have in that namespace (its
+    ifindex is unknown). Its own class, not KeyError: a KeyError from a bug
+    must not be reported, and reverted, as "no such device"."""
+
+    exit_code = EXIT_APPLY_FAILED_REVERTED
+    retryable = False
+
+    def __init__(self, netns: str, name: str):
+        self.netns = netns
+        self.name = name
+        where = f"netns {netns}" if netns else "the host namespace"
+        super().__init__(f"no such device in the kernel: {name} ({where})")
+
+
 class UsageError(NetcfgError):
     """The command line itself is wrong (exit 2)."""
 

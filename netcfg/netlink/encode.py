@@ -39,7 +39,7 @@ itself (link-set, master-*, link-up/down, link-del) fall back to its name
 (IFLA_IFNAME, looked up by the kernel in the socket's namespace) when the
 context does not know it yet, e.g. a device created earlier in the same
 batch; addresses, routes, port VLANs and VNIs need the ifindex, and the
-context's KeyError then reaches the caller (read back, then encode again).
+context's UnknownDevice then reaches the caller (read back, then encode again).
 
 A param that cannot be expressed raises EncodeError: nothing is dropped.
 The attribute tables (value encoders, enum names, IFLA_INFO_DATA per kind,
@@ -54,7 +54,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
-from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError
+from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
 from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, parse_attrs,
@@ -90,7 +90,7 @@ class EncodeContext(Protocol):
     """What encoding needs to know about the kernel, kept by the applier from read-back."""
 
     def ifindex(self, netns: str, name: str) -> int:
-        """The device's ifindex in ``netns``; KeyError when unknown."""
+        """The device's ifindex in ``netns``; UnknownDevice when unknown."""
 
     def netns_fd(self, netns: str) -> int:
         """An open fd of ``netns`` (IFLA_NET_NS_FD of a veth peer made there)."""
@@ -118,7 +118,10 @@ class StaticContext:
     new_ifindexes: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def ifindex(self, netns: str, name: str) -> int:
-        return self.ifindexes[(netns, name)]
+        index = self.ifindexes.get((netns, name))
+        if index is None:
+            raise UnknownDevice(netns, name)
+        return index
 
     def netns_fd(self, netns: str) -> int:
         return self.netns_fds[netns]
@@ -183,7 +186,7 @@ def _device(op: Operation, ctx: EncodeContext, family: int = 0, flags: int = 0,
     """ifinfomsg naming op's device: by ifindex, else by name (the kernel looks it up)."""
     try:
         return ifinfomsg(ctx.ifindex(op.netns, op.name), flags, change, family)
-    except KeyError:
+    except UnknownDevice:
         return ifinfomsg(0, flags, change, family) + rtattr_str(IFLA_IFNAME, op.name)
 
 

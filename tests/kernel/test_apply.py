@@ -15,6 +15,7 @@ import pytest
 
 from netcfg.apply.execute import ApplyFailed, apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.model.errors import UnknownDevice
 
 TENANTS = textwrap.dedent("""\
     % for n, tenant in enumerate(["red", "blue"], start=1):
@@ -222,20 +223,39 @@ def test_query_check_names_the_line_of_a_hand_made_drift(session, tmp_path, caps
         f"on the device"]
 
 
-def test_an_unexpected_failure_while_writing_is_reverted_too(session, tmp_path, monkeypatch):
-    """Not only netcfg's own errors: a device the encoder cannot find (KeyError)
-    after the first batches were written must revert, not escape as an
-    internal error with the kernel half-configured."""
+def test_a_device_lost_while_writing_is_reverted(session, tmp_path, monkeypatch):
+    """A device the encoder cannot find (UnknownDevice) after the first
+    batches were written is reverted and said so, naming the device."""
     real = type(session).ifindex
 
     def lost(self, netns, name):
         if name == "eth0":
-            raise KeyError((netns, name))
+            raise UnknownDevice(netns, name)
         return real(self, netns, name)
 
     monkeypatch.setattr(type(session), "ifindex", lost)
-    with pytest.raises(ApplyFailed, match="no such device in the kernel.*previous state was restored"):
+    with pytest.raises(ApplyFailed, match="no such device in the kernel: eth0 .*previous state "
+                                          "was restored"):
         apply(model_of(TENANTS, tmp_path), session)
+    assert session.existing_namespaces() == set()
+    assert "veth-red" not in ip("link", "show") and "br0" not in ip("link", "show")
+
+
+def test_a_bug_while_writing_is_reverted_and_reported_as_a_bug(session, tmp_path, monkeypatch):
+    """A KeyError from a bug is not "no such device": the apply is reverted,
+    never left half-done, and the KeyError itself reaches the CLI (exit 70)
+    with a note that the previous state was restored."""
+    real = type(session).ifindex
+
+    def buggy(self, netns, name):
+        if name == "eth0":
+            return {}["a bug"]
+        return real(self, netns, name)
+
+    monkeypatch.setattr(type(session), "ifindex", buggy)
+    with pytest.raises(KeyError, match="a bug") as caught:
+        apply(model_of(TENANTS, tmp_path), session)
+    assert caught.value.__notes__ == ["the previous state was restored"]
     assert session.existing_namespaces() == set()
     assert "veth-red" not in ip("link", "show") and "br0" not in ip("link", "show")
 

@@ -24,17 +24,17 @@ import pytest
 from builders import iface, link_add, op
 
 from netcfg.kernel.nl import NetlinkError, RtnlSocket
+from netcfg.model.errors import UnknownDevice
+from netcfg.model.tags import NETCFG_GROUP
 from netcfg.netlink.encode import EncodeError, StaticContext, delete_group, encode
-from netcfg.netlink.nlmsg import Request
 from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET6, AF_UNSPEC, IFINFOMSG, IFLA_AF_SPEC,
-                                  IFLA_BR_VLAN_FILTERING, IFLA_BRPORT_LEARNING, IFLA_GROUP,
+                                  IFLA_BRPORT_LEARNING, IFLA_BR_VLAN_FILTERING, IFLA_GROUP,
                                   IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE,
                                   IFLA_PROTINFO, NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID,
                                   NLA_F_NESTED, NLM_F_CREATE, NLM_F_EXCL, RTM_GETLINK, RTM_NEWLINK,
                                   RTM_NEWNSID, RTM_NEWTUNNEL, RTM_SETLINK, TUNNEL_MSG,
-                                  VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_START, ifinfomsg,
-                                  linkinfo, nested, rtattr, rtattr_str, rtattr_u32)
-from netcfg.model.tags import NETCFG_GROUP
+                                  VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_START, Request,
+                                  ifinfomsg, linkinfo, nested, rtattr, rtattr_str, rtattr_u32)
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
                              MASTER_UNSET, ROUTE_ADD, ROUTE_DEL, VNI_ADD, VNI_DEL, Operation)
 
@@ -82,7 +82,7 @@ class Kernel:
                                                    ifinfomsg() + rtattr_str(IFLA_IFNAME, name))
         except NetlinkError as e:
             if e.errno == errno.ENODEV:
-                raise KeyError((netns, name)) from None
+                raise UnknownDevice(netns, name) from None
             raise
         return IFINFOMSG.unpack_from(payload)[2]
 
@@ -93,7 +93,7 @@ class Kernel:
         return self.nsids.get((netns, other))
 
     def vrf_table(self, netns: str, name: str) -> int:
-        raise KeyError((netns, name))   # no vrf in the host kernel
+        raise UnknownDevice(netns, name)   # no vrf in the host kernel
 
     def new_ifindex(self, netns: str, name: str) -> int:
         return self.chosen.get((netns, name), 0)

@@ -15,16 +15,15 @@ import time
 import pytest
 
 from netcfg.kernel.nl import Counters, DumpInterrupted, NetlinkError, RtnlSocket
-from netcfg.netlink.nlmsg import Request
-from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, IFF_UP, IFA_ADDRESS, IFA_LOCAL, IFINFOMSG,
-                                  IFLA_GROUP, IFLA_IFNAME, IFLA_MASTER, IFADDRMSG, NLM_F_CREATE,
+from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, IFADDRMSG, IFA_ADDRESS, IFA_LOCAL, IFF_UP,
+                                  IFINFOMSG, IFLA_GROUP, IFLA_IFNAME, IFLA_MASTER, NLM_F_CREATE,
                                   NLM_F_EXCL, RTA_DST, RTA_OIF, RTA_TABLE, RTEXT_FILTER_SKIP_STATS,
-                                  RTM_DELLINK, RTM_GETADDR, RTM_GETLINK, RTM_GETROUTE, RTM_NEWADDR,
-                                  RTM_NEWLINK, RTM_NEWROUTE, RTM_SETLINK, RTMSG, RTN_UNICAST,
-                                  RTPROT_STATIC, RT_SCOPE_LINK, VETH_INFO_PEER, attr_str, attr_u32,
-                                  dellink_group, getaddr_dump, getlink_dump, getroute_dump,
-                                  ifaddrmsg, ifinfomsg, link_kind, linkinfo, parse_attrs, rtattr,
-                                  rtattr_str, rtattr_u32, rtmsg)
+                                  RTMSG, RTM_DELLINK, RTM_GETADDR, RTM_GETLINK, RTM_GETROUTE,
+                                  RTM_NEWADDR, RTM_NEWLINK, RTM_NEWROUTE, RTM_SETLINK, RTN_UNICAST,
+                                  RTPROT_STATIC, RT_SCOPE_LINK, VETH_INFO_PEER, Request, attr_str,
+                                  attr_u32, dellink_group, getaddr_dump, getlink_dump,
+                                  getroute_dump, ifaddrmsg, ifinfomsg, link_kind, linkinfo,
+                                  parse_attrs, rtattr, rtattr_str, rtattr_u32, rtmsg)
 
 # The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
 

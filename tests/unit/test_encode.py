@@ -15,6 +15,7 @@ from builders import iface, link_add, op
 
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kinds import registry
+from netcfg.model.errors import UnknownDevice
 from netcfg.model.model import Model
 from netcfg.netlink.attrs import INFO_DATA
 from netcfg.netlink.encode import (ENCODERS, EncodeError, StaticContext, delete_group, encode,
@@ -409,8 +410,8 @@ def test_device_requests_name_a_device_the_context_does_not_know(ctx):
     unset = one(encode(op(MASTER_UNSET, "swp1", master="br0"), ctx))
     assert IFINFOMSG.unpack_from(unset.payload)[2] == 11
     assert attr_u32(link_attrs(unset.payload)[IFLA_MASTER]) == 0
-    # Addresses (and routes, VLANs, VNIs) need the ifindex: the context's KeyError.
-    with pytest.raises(KeyError):
+    # Addresses (and routes, VLANs, VNIs) need the ifindex: the context's UnknownDevice.
+    with pytest.raises(UnknownDevice, match=r"no such device in the kernel: new0 \(the host"):
         encode(op(ADDR_ADD, "new0", "10.0.0.1/24"), ctx)
 
 
