@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed-stamp
 EXAMPLE ?= netcfg/templates/examples/tenants.tmpl
 
 .PHONY: daemon-deps bench-storm
-.PHONY: all venv ifupdown2-examples bench-deps vm-deps kernel-deps test test-kernel test-vm test-unit demo bench bench-compile clean
+.PHONY: all venv ifupdown2-examples bench-deps vm-deps kernel-deps test test-kernel test-vm test-unit test-perf demo bench bench-compile clean
 
 all: test
 
@@ -51,7 +51,7 @@ test-compat-quick: compat-deps
 	$(PY) -m pytest -q tests/compat
 
 # The Linux open-iscsi initiator (iscsiadm, iscsid) for the VM tier's iSCSI
-# test (tests/kernel/test_vm_iscsi.py), unpacked into .cache/ with the two
+# test (tests/vm/test_vm_iscsi.py), unpacked into .cache/ with the two
 # libraries it needs and never installed: the package enables iscsid.socket and
 # open-iscsi.service, which would start an initiator on the host.
 OPEN_ISCSI_DIR := .cache/open-iscsi
@@ -107,13 +107,13 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane test-compat-quick test-fleet
+test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane test-compat-quick test-fleet test-perf
 	NETCFG_IFUPDOWN2_EXAMPLES=$(IFUPDOWN2_DIR)/usr/share/doc/ifupdown2/examples \
 	  $(PY) -m pytest -q tests/unit tests/golden
 
 # The kernel tier: root only. It runs in a private network + mount namespace so
 # nothing the tests create (namespaces, devices, mounts) reaches the host;
-# tests/kernel/conftest.py refuses to run anywhere else. Without root it skips.
+# tests/kernel_env.py refuses to run anywhere else. Without root it skips.
 # The VM tier: what the host kernel cannot do (8021q, dummy, vrf, bonding,
 # bridge VLAN filtering; lowering proved by traffic; the open-iscsi initiator
 # against netcfgd's target, which needs iscsi_tcp), in Debian's 6.12 kernel
@@ -121,7 +121,8 @@ test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane tes
 # VM the tests run in a private network namespace as on the host.
 VM_KERNEL_PKG := linux-image-6.12-amd64
 VM_PACKAGES := $(VM_KERNEL_PKG) qemu-system-x86 busybox-static iputils-ping
-VM_TESTS := tests/kernel/test_vm_kinds.py tests/kernel/test_vm_vni.py tests/kernel/test_vm_iscsi.py \
+# The two test_read.py tests stay beside the read-back helpers they share.
+VM_TESTS := tests/vm \
 	tests/kernel/test_read.py::test_vlan_aware_bridge_port_vlans_and_vni_map \
 	tests/kernel/test_read.py::test_vlan_vrf_bond_and_dummy
 vm-deps: venv
@@ -174,6 +175,11 @@ soundness: venv
 
 test-unit: venv
 	$(PY) -m pytest -q tests/unit tests/golden
+
+# Scale with a loose wall-clock bound (tests/perf): kept out of the unit tier,
+# where a loaded machine must not fail a run.
+test-perf: venv
+	$(PY) -m pytest -q tests/perf
 
 # The data path (daemon/dataplane, docs/dataplane.md): both crates' cargo
 # tests, a rebuild of the extension, then (root only, sandboxed like the

@@ -5,14 +5,28 @@ directory on the import path)."""
 from __future__ import annotations
 
 from netcfg.kinds import registry
-from netcfg.model.model import IFACE, ConfigObject
+from netcfg.model.model import IFACE, ConfigObject, Model
 from netcfg.plan.ops import LINK_ADD, Operation
 
 
-def iface(name: str, kind: str, netns: str = "", **attrs) -> ConfigObject:
+def iface(name: str, kind: str, netns: str = "", *, auto: bool = False, implicit: bool = False,
+          **attrs) -> ConfigObject:
     """An interface; attribute keywords use _ for - (bridge_ports=...)."""
-    return ConfigObject(IFACE, name, kind, netns=netns,
+    return ConfigObject(IFACE, name, kind, netns=netns, auto=auto, implicit=implicit,
                         attrs={k.replace("_", "-"): v for k, v in attrs.items()})
+
+
+def model(*objects: ConfigObject, namespaces=(), masters=None) -> Model:
+    """A model of these objects (interfaces by key, others in their section)
+    and ``namespaces`` (netns objects); ``masters``: {port key: master key}."""
+    m = Model()
+    for o in [*objects, *namespaces]:
+        if o.section == IFACE:
+            m.interfaces[o.key] = o
+        else:
+            m.section(o.section)[o.name] = o
+    m.masters.update(masters or {})
+    return m
 
 
 def link_add(obj: ConfigObject, **extra) -> Operation:

@@ -70,7 +70,7 @@ class Refused(SystemExit):
 def _outermost_ns_inode(kind: str) -> int:
     """The namespace this process tree started in: PID 1's or, where PID 1's cannot be read
     (a container's may be hidden even from root), the farthest readable ancestor's (as
-    tests/kernel/conftest.py does). run.py is such an ancestor, in the host's namespaces."""
+    tests/kernel_env.py does). run.py is such an ancestor, in the host's namespaces."""
     found = os.stat(f"/proc/self/ns/{kind}").st_ino
     pid = os.getppid()
     try:

@@ -28,7 +28,7 @@ taught by the kernel (tests/kernel/test_encode.py), not by the headers alone:
 - VLAN-to-VNI mappings (IFLA_BRIDGE_VLAN_TUNNEL_INFO, same messages) need
   the port's vlan_tunnel flag and the VLAN on the port, else EINVAL; their
   nests go without NLA_F_NESTED, as iproute2 sends them (the kernel parses
-  them leniently). Checked in the VM tier (tests/kernel/test_vm_vni.py).
+  them leniently). Checked in the VM tier (tests/vm/test_vm_vni.py).
 
 Not netlink, so not encoded (empty list): netns-add / netns-del (the applier
 does them with ns.py), and ``disable-ipv6`` in link-add / link-set params,

@@ -38,7 +38,7 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET6, AF_UNSPEC, IFINFOMSG, IFL
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
                              MASTER_UNSET, ROUTE_ADD, ROUTE_DEL, VNI_ADD, VNI_DEL, Operation)
 
-# The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
+# The sandbox guard (root, never the host's namespaces) is tests/kernel_env.py.
 
 GROUP = str(NETCFG_GROUP)            # as `ip -j` prints a group without a name
 

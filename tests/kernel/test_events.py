@@ -18,7 +18,7 @@ import pytest
 
 from netcfg.kernel.events import EventSocket
 
-# The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
+# The sandbox guard (root, never the host's namespaces) is tests/kernel_env.py.
 
 SETTLE_S = 0.2
 

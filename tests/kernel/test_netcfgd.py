@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import remove_what_netcfg_made
+from kernel_env import remove_what_netcfg_made
 
 from netcfg.cli.client import connect, socket_path
 

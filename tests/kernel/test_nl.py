@@ -25,7 +25,7 @@ from netcfg.netlink.nlmsg import (AF_INET, AF_INET6, IFADDRMSG, IFA_ADDRESS, IFA
                                   getroute_dump, ifaddrmsg, ifinfomsg, link_kind, linkinfo,
                                   parse_attrs, rtattr, rtattr_str, rtattr_u32, rtmsg)
 
-# The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
+# The sandbox guard (root, never the host's namespaces) is tests/kernel_env.py.
 
 GROUP = 4242          # every device these tests create, so one request removes them
 OTHER_GROUP = 4243    # the `ip -batch` comparison's devices

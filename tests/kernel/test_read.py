@@ -29,7 +29,7 @@ from netcfg.model.errors import Report
 from netcfg.netlink.nlmsg import NETLINK_ROUTE
 from netcfg.model.tags import NETCFG_GROUP
 
-# The sandbox guard (root, never the host's namespaces) is tests/kernel/conftest.py.
+# The sandbox guard (root, never the host's namespaces) is tests/kernel_env.py.
 
 HOST, TENANT = "rhost", "rt1"   # the "host" is a namespace too: nothing outlives a test
 

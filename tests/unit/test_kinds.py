@@ -14,6 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from builders import model
 
 from netcfg.kinds import registry
 from netcfg.kinds import veth as veth_mod
@@ -38,15 +39,6 @@ def obj(name, kind, attrs=None, *, line=1, netns="", section=IFACE, implicit=Fal
                         loc=at(line), implicit=implicit)
 
 
-def model(*objects, masters=None) -> Model:
-    m = Model()
-    for o in objects:
-        if o.section == IFACE:
-            m.interfaces[o.key] = o
-        else:
-            m.section(o.section)[o.name] = o
-    m.masters.update(masters or {})
-    return m
 
 
 def run_check(o, m=None) -> list[tuple]:

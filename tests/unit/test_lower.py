@@ -8,7 +8,6 @@ index filled from bridge-ports.
 from __future__ import annotations
 
 import copy
-import time
 
 import pytest
 
@@ -532,16 +531,13 @@ def test_to_json():
     assert isinstance(report.refusals[0], Refusal)
 
 
-def test_4094_vlans_on_48_ports_is_fast():
+def test_4094_vlans_on_48_ports_become_one_bridge():
     lowers = tuple(f"swp{i}" for i in range(1, 49))
     objs = list(phys(*lowers))
     for vid in range(1, 4095):
         objs += per_vlan(vid, lowers, 100 + vid)
     model = build(*objs)
-    start = time.perf_counter()
-    new, report = lower(model)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 5.0
+    new, report = lower(model)   # its time: bench/compile
     assert report.netdevs_before == 48 + 4094 * 49 and report.netdevs_after == 49
     (item,) = report.lowered
     assert item.vlans == ("1-4094",) and item.subinterfaces == 4094 * 48

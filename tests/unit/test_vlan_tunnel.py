@@ -4,7 +4,7 @@
 bridge asks for three things in the kernel: the VLANs on the port (vlan-add),
 the VNIs in the vnifilter (vni-add) and the mapping between them
 (vlan-tunnel-add, on a port with vlan_tunnel on). The VM tier proves them on a
-real kernel (tests/kernel/test_vm_vni.py); here the exact operations, their
+real kernel (tests/vm/test_vm_vni.py); here the exact operations, their
 order, and the exact bytes.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 import struct
 
 import pytest
-from builders import op
+from builders import iface, op
 from hypothesis import given
 from hypothesis import strategies as st
 
-from netcfg.model.model import IFACE, ConfigObject, Model
+from netcfg.model.model import Model
 from netcfg.netlink.encode import EncodeError, StaticContext, encode
 from netcfg.netlink.nlmsg import (AF_BRIDGE, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, IFINFOMSG, IFLA_AF_SPEC,
@@ -30,11 +30,6 @@ from netcfg.plan.diff import _tunnel_subtract, diff, tunnel_map, tunnel_texts
 from netcfg.plan.ops import (LINK_DEL, LINK_SET, MASTER_SET, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
                              VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL, Operation)
 from netcfg.plan.planner import build_plan
-
-
-def iface(name, kind, auto=False, **attrs):
-    return ConfigObject(IFACE, name, kind, auto=auto,
-                        attrs={k.replace("_", "-"): v for k, v in attrs.items()})
 
 
 def switch(vni_map=None, bridge="br0", aware=True, vnifilter=True, **port):

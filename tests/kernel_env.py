@@ -1,0 +1,104 @@
+"""The sandbox guard and fixtures of the tiers that touch the kernel
+(tests/kernel, and tests/vm inside the VM): root, and never the host's network.
+
+These tests create namespaces, devices and mounts. They run as root inside a
+private network and mount namespace (`make test-kernel`:
+``unshare --net --mount --propagation private PY -m pytest tests/kernel``).
+The checks below run at import, before anything is touched: not root skips
+the tier; root in the host's network or mount namespace stops the whole run.
+Each tier's conftest imports this module (its fixtures by name), so the
+checks run once however many tiers a run collects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from sandbox import NETNS_RUN_DIR, enter_or_refuse
+
+from netcfg.kernel.ns import Netns, NetnsDir, NetnsSwitcher
+from netcfg.kernel.session import KernelSession
+from netcfg.model.tags import NETCFG_GROUP
+
+RUN_DIR = NETNS_RUN_DIR
+
+
+SKIP_REASON = None
+if os.geteuid() != 0:
+    SKIP_REASON = "kernel tests need root, inside a private network namespace: make test-kernel"
+elif shutil.which("ip") is None:
+    SKIP_REASON = "kernel tests read state back with iproute2: install iproute2"
+else:
+    enter_or_refuse("test-kernel")
+
+
+def skip_tier(items, tier: Path) -> None:
+    """A conftest's pytest_collection_modifyitems: without root (or ip), the
+    tests under ``tier`` skip, saying why."""
+    if SKIP_REASON:
+        skip = pytest.mark.skip(reason=SKIP_REASON)
+        for item in items:
+            if tier in Path(item.fspath).parents:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def netns_dir():
+    """/run/netns (a private tmpfs), emptied again after each test."""
+    nsdir = NetnsDir(RUN_DIR)
+    assert nsdir.list_names() == [], "a previous test left namespaces behind"
+    yield nsdir
+    nsdir.delete_many(nsdir.list_names())
+
+
+def remove_what_netcfg_made(netns_dir: NetnsDir) -> None:
+    """Leave the sandbox as the test found it: namespaces, then netcfg's
+    devices in the host side, then wait for the kernel's asynchronous
+    namespace cleanup to take the veths whose other end was inside."""
+    netns_dir.delete_many(netns_dir.list_names())
+    subprocess.run(["ip", "link", "delete", "group", str(NETCFG_GROUP)], capture_output=True)
+    deadline = time.monotonic() + 5
+    # `ip -j link show group N` prints {} for each device outside the group.
+    while any(_ip_json("link", "show", "group", str(NETCFG_GROUP))) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def session(netns_dir):
+    """A KernelSession on the sandbox's /run/netns; what it made is removed after."""
+    with KernelSession(netns_dir.path) as kernel:
+        yield kernel
+    remove_what_netcfg_made(netns_dir)
+
+
+@pytest.fixture
+def switcher():
+    with NetnsSwitcher() as sw:
+        yield sw
+
+
+def _ip_json(*args: str):
+    out = subprocess.run(["ip", "-j", *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+@pytest.fixture
+def ip_json():
+    """ip_json(*ARGS) -> `ip -j ARGS` parsed: iproute2 reads our state back."""
+    return _ip_json
+
+
+@pytest.fixture
+def read_links():
+    """read_links(netns or name) -> `ip -j -n NAME link show` (root: no -n)."""
+    def read(netns: Netns | str) -> list[dict]:
+        name = netns.name if isinstance(netns, Netns) else netns
+        return _ip_json(*(["-n", name] if name else []), "link", "show")
+    return read
