@@ -11,7 +11,10 @@ at run time, so it counts for cycles and layers alike).
 from __future__ import annotations
 
 import ast
+import configparser
 from pathlib import Path
+
+import pytest
 
 import netcfg
 import netcfgd
@@ -186,3 +189,18 @@ def test_no_file_over_800_lines():
     long = {str(p): n for p in MODULES.values()
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_setup_cfg_lists_every_package():
+    # setuptools installs only the packages named there; one left out is
+    # missing from the wheel and the Debian package, not from a checkout.
+    setup_cfg = NETCFG.parent / "setup.cfg"
+    if not setup_cfg.exists():
+        pytest.skip("an installed netcfg: no setup.cfg beside it")
+    config = configparser.ConfigParser()
+    config.read(setup_cfg)
+    listed = set(config["options"]["packages"].split())
+    packages = {".".join(p.relative_to(NETCFG.parent).parts)
+                for root in (NETCFG, NETCFGD) for p in [root, *root.rglob("*")]
+                if (p / "__init__.py").exists()}
+    assert listed == packages
