@@ -255,7 +255,7 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
 def _storage_report(storage: dict[str, Any]) -> int:
     """What netcfgd did to serve the applied volumes and targets; exit 5 when
     it could not serve some (the network is applied all the same)."""
-    from netcfg.errors import EXIT_STORAGE_FAILED
+    from netcfg.model.errors import EXIT_STORAGE_FAILED
 
     for change in storage.get("changes") or ():
         print(f"storage: {change}")

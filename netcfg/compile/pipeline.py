@@ -17,7 +17,6 @@ from typing import Any
 
 from netcfg.compile.build import build_objects
 from netcfg.compile.jsonform import load_json, model_from_json
-from netcfg.compile.names import check_interface_names
 from netcfg.compile.parser import parse
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
 from netcfg.compile.validate import finish_model
@@ -25,6 +24,7 @@ from netcfg.model.errors import ConfigInvalid, Diagnostic, Report
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import Model
+from netcfg.model.names import check_interface_names
 
 DEFAULT_CONFIG = "/etc/netcfg"
 TEMPLATE_GLOB = "*.tmpl"

@@ -12,10 +12,10 @@ an interface but not declared here is created with the defaults.
 
 from __future__ import annotations
 
-from netcfg.compile.names import netns_name_problem
 from netcfg.kinds.base import Kind
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import NETNS, TARGET, ConfigObject, Model
+from netcfg.model.names import netns_name_problem
 
 NSID = "nsid"
 

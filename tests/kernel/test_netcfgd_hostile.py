@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 
-from netcfg.client import socket_path
+from netcfg.cli.client import socket_path
 from netcfgd.control import MAX_REQUEST_BYTES
 from test_netcfgd import TENANTS, addresses, cli, ip, wait_for
 from test_netcfgd import make_daemon  # noqa: F401 - the fixture, shared

@@ -23,15 +23,15 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from conftest import RUN_DIR, remove_what_netcfg_made
+from kernel_env import RUN_DIR, remove_what_netcfg_made
 from hypothesis import HealthCheck, given, settings
 from soundness_configs import configs
 
-from netcfg.apply import apply
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.errors import ConfigInvalid
+from netcfg.apply.execute import apply
+from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.ns import NetnsDir
 from netcfg.kernel.session import KernelSession
+from netcfg.model.errors import ConfigInvalid
 
 BOUNDED = 400  # ~15 s here; make soundness runs many more
 EXAMPLES = int(os.environ.get("NETCFG_SOUNDNESS_EXAMPLES", BOUNDED))

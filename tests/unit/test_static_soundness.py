@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.errors import ConfigInvalid
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.model.errors import ConfigInvalid
 from netcfg.plan import make_plan
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 
-from netcfg.compile.model import Model
-from netcfg.errors import Report
+from netcfg.model.errors import Report
+from netcfg.model.model import Model
 
 IFNAMSIZ = 16              # include/uapi/linux/if.h, with its NUL
 _KERNEL_SPACE = frozenset(b"\t\n\v\f\r \xa0")
-NETNS_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # schemas/kinds/common.json's netns pattern
+NETNS_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # netcfg/schemas/kinds/common.json's netns pattern
 IFNAME_RULES = (f"at most {IFNAMSIZ - 1} bytes; no '/', ':', white space or NUL; "
                 f"not '.' or '..'")
 
