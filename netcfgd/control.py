@@ -32,8 +32,8 @@ from typing import Any
 
 from netcfg.cli.client import MAX_LINE, PROTOCOL_VERSION
 from netcfg.compile.jsonform import MAX_JSON_DEPTH, json_depth
-from netcfg.compile.names import ifname_problem, netns_name_problem
 from netcfg.model.errors import EXIT_USAGE, NetcfgError
+from netcfg.model.names import ifname_problem, netns_name_problem
 
 _UCRED = struct.Struct("=iII")   # struct ucred: pid, uid, gid
 # A whole request must arrive within this many seconds of the connect: a

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from test_golden import UPDATE, _check_expected, run_cli
 
-from netcfg.compile import ConfigSource, compile_config
-from netcfg.compile.model import Model
+from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kinds import registry
+from netcfg.model.model import Model
 from netcfg.plan.diff import diff
-from netcfg.plan.lower import lower
+from netcfg.plan.lower.lowering import lower
 from netcfg.plan.planner import build_plan
 
 STAGES = Path(__file__).parent / "stages"

@@ -300,7 +300,7 @@ def test_a_render_timeout_must_be_positive_seconds(tmp_path, value):
 
 def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path):
     """SIGINT in the middle of the CLI's imports (the first ~150 ms): made
-    certain here by sending it from an import hook, as netcfg.cli imports."""
+    certain here by sending it from an import hook, as netcfg.cli.main imports."""
     path = tmp_path / "t.tmpl"
     path.write_text("auto lo\n")
     script = textwrap.dedent(f"""\
@@ -308,13 +308,13 @@ def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path):
 
         class Interrupt:
             def find_spec(self, name, path, target=None):
-                if name == "netcfg.cli_kernel":
+                if name == "netcfg.cli.kernel_commands":
                     os.kill(os.getpid(), signal.SIGINT)
                 return None
 
         sys.meta_path.insert(0, Interrupt())
         sys.argv = ["netcfg", "check", "-c", {str(path)!r}]
-        from netcfg.cli import main
+        from netcfg.cli.main import main
         sys.exit(main())
         """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
