@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from netcfg.apply import dhcp
+from netcfg.apply.refusal import Refused, explain
 from netcfg.apply.routes import foreign_route_removals, restore_requests
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
@@ -230,7 +231,7 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
                               + "; ".join(op.describe() for op in drift[:5]))
         result.verified = True
     except _WRITE_FAILURES as failure:
-        revert(result, str(failure))
+        revert(result, explain(failure, wanted))
     except Exception as bug:
         # A bug (a KeyError, a TypeError...) is reverted like any failure, then
         # reaches the CLI as the internal error it is (exit 70), not reported
@@ -387,7 +388,7 @@ def _send(netns: str, requests: list[Request], session: KernelSession) -> None:
     if failures:
         op, error = failures[0]
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise ApplyFailed(f"{op.describe()}: {error}{_taken_hint(op, error)}{more}")
+        raise Refused(op, error, f"{_taken_hint(op, error)}{more}")
 
 
 def _taken_hint(op: Operation, error: NetlinkError) -> str:

@@ -23,6 +23,7 @@ if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
 
 import argparse  # noqa: E402 - after the handler above, on purpose
 import json
+import re
 import sys
 import traceback
 from typing import Sequence
@@ -35,6 +36,8 @@ from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
                                    render_timeout_from_env)
 from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid, NetcfgError
 from netcfg.model.model import Model
+
+_LOCATED = re.compile(r"\S+:\d+: error: ")
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in netcfg, not in the config
 
@@ -212,7 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_INVALID_CONFIG
     except NetcfgError as e:
-        print(f"netcfg: {e}", file=sys.stderr)
+        # A kernel refusal located at its config line reads like a check error.
+        text = str(e)
+        print(text if _LOCATED.match(text) else f"netcfg: {text}", file=sys.stderr)
         return e.exit_code
     except BrokenPipeError:
         return EXIT_OK  # `netcfg plan | head` is fine

@@ -76,12 +76,16 @@ class NetlinkError(NetcfgError):
         # EBUSY/EAGAIN: a device is being torn down or a lock was contended.
         return self.errno in (errno_mod.EBUSY, errno_mod.EAGAIN)
 
+    def errno_text(self) -> str:
+        """The kernel's reason alone: ``No such device (ENODEV): extack text``."""
+        kernel = f": {self.kernel_message}" if self.kernel_message else ""
+        return f"{os.strerror(self.errno)} ({self.errno_name}){kernel}"
+
     def _text(self) -> str:
         what = MESSAGE_NAMES.get(self.msg_type, f"message type {self.msg_type}")
         where = f" #{self.index}" if self.index is not None else ""
         tag = f" ({self.tag})" if self.tag is not None else ""
-        kernel = f": {self.kernel_message}" if self.kernel_message else ""
-        return f"{what}{where}{tag}: {os.strerror(self.errno)} ({self.errno_name}){kernel}"
+        return f"{what}{where}{tag}: {self.errno_text()}"
 
 
 class DumpInterrupted(NetcfgError):

@@ -7,6 +7,7 @@ vxlan; VLANs, VRFs, bonds and dummies are the VM tier's.
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 import textwrap
@@ -96,11 +97,12 @@ def test_drift_is_seen_and_repaired(session, tmp_path):
 
 
 def test_a_failed_apply_is_reverted(session, tmp_path):
-    """The route's gateway is on no connected network: the kernel refuses it
-    in the last batch, after namespaces, devices and addresses were made."""
-    broken = TENANTS.replace("route default via 10.0.${n}.1", "route default via 172.31.0.1")
+    """A vrf, which the host kernel here cannot make (check cannot know what
+    the running kernel lacks): the kernel refuses it after the namespaces were
+    made and while the other devices of its batch are made; all is undone."""
+    broken = TENANTS + "\nauto red-vrf\niface red-vrf\n    vrf-table 1001\n"
     desired = model_of(broken, tmp_path)
-    with pytest.raises(ApplyFailed, match="route-add .*previous state was restored"):
+    with pytest.raises(ApplyFailed, match="red-vrf: link-add .*previous state was restored"):
         apply(desired, session)
     assert session.existing_namespaces() == set()
     assert "veth-red" not in ip("link", "show")
@@ -276,8 +278,9 @@ def test_an_ifindex_taken_meanwhile_fails_the_link_add_and_is_reverted(session, 
 
     monkeypatch.setattr(type(session), "new_ifindex", collide)
     try:
-        with pytest.raises(ApplyFailed, match="link-add br0.*File exists.*ifindex netcfg "
-                                              "chose.*previous state was restored"):
+        with pytest.raises(ApplyFailed, match=r"net.tmpl:\d+: error: br0: link-add .*File "
+                                              "exists.*ifindex netcfg chose.*previous state "
+                                              "was restored"):
             apply(model_of(TENANTS, tmp_path), session)
         assert session.existing_namespaces() == set()
         assert "br0" not in ip("link", "show")
@@ -300,3 +303,28 @@ def test_an_address_on_the_lo_of_a_namespace_made_in_the_same_apply(session, tmp
     assert apply(desired, session).verified
     assert addresses("t1", "lo") == ["10.0.0.1/32", "127.0.0.1/8"]
     assert apply(desired, session).requests == 0
+
+
+def test_a_kernel_refusal_names_the_config_line_and_the_missing_module(session, tmp_path):
+    """The host kernel here has no vrf devices (the VM tier's has): check
+    cannot know that, the kernel refuses the create. The message names the
+    stanza, the device, what was asked and the kernel's reason, says which
+    module is missing, and carries no Python repr."""
+    desired = model_of(textwrap.dedent("""\
+        auto br0
+        iface br0
+            bridge-ports none
+
+        auto red
+        iface red
+            vrf-table 1001
+        """), tmp_path)
+    with pytest.raises(ApplyFailed) as refused:
+        apply(desired, session)
+    message = str(refused.value)
+    assert message.startswith(f"{tmp_path / 'net.tmpl'}:6: error: red: link-add kind=vrf"), message
+    assert f"({errno.errorcode[errno.EOPNOTSUPP]})" in message, message
+    assert "modprobe vrf" in message, message
+    assert "Operation(" not in message and "RTM_" not in message, message
+    assert message.endswith("the previous state was restored"), message
+    assert "br0" not in ip("link", "show")
