@@ -42,6 +42,7 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     _report_cycles(model, edges, report)
     if not requests:
         return model
+    _bring_up_dependencies(model, report)
     for obj in model.objects():
         if obj.implicit:
             continue  # derived from declared objects; kinds check those (check_model)
@@ -50,6 +51,45 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     for trait in _used_hooks(model):
         trait.check_model(model, report)
     return model
+
+
+def _bring_up_dependencies(model: Model, report: Report) -> None:
+    """What an up device needs comes up with it, as ifupdown2's `ifup -a`
+    brings up an auto interface's dependencies (its ports, slaves and lower
+    device) whether or not they are on an auto line. Proxmox's installer
+    writes `iface eno1 inet manual` without `auto eno1` under `auto vmbr0`
+    with `bridge-ports eno1`: left down, eno1 cut the host off while apply
+    succeeded. A dependency with `link-down yes` stays down, with a warning:
+    the operator asked for it, and the device it serves carries nothing."""
+    hooks_of = registry.hooks_overriding
+    work = [obj for obj in model.interfaces.values()
+            if obj.auto and not obj.attrs.get("link-down")]
+    while work:
+        obj = work.pop()
+        for hook in hooks_of(obj.kind, "references"):
+            for ref in hook.references(obj):
+                if ref.section != IFACE or ref.role not in _IMPLYING_ROLES:
+                    continue
+                target = model.interfaces.get((ref.netns, ref.name))
+                if target is None or target.auto:
+                    continue
+                if target.attrs.get("link-down"):
+                    report.warning(target.where("link-down"),
+                                   f"{target.label()}: 'link-down yes' keeps it down, and "
+                                   f"{obj.name} ({ref.attribute}, {ref.loc}) needs it up: "
+                                   f"{obj.name} will carry no traffic through it",
+                                   "link-down")
+                    continue
+                target.auto = True
+                work.append(target)
+    for obj in model.interfaces.values():
+        if not obj.auto and not obj.implicit and "address" in obj.attrs \
+                and not obj.attrs.get("link-down"):
+            report.warning(obj.where("address"),
+                           f"{obj.label()}: its addresses are set but it stays down: no "
+                           f"'auto {obj.name}' line brings it up and no up device needs it. "
+                           f"Add 'auto {obj.name}' (ifupdown2's ifup -a would not configure "
+                           f"it at all)", "address")
 
 
 def _complete(obj: ConfigObject, report: Report) -> None:

@@ -1,0 +1,63 @@
+"""ifupdown2's implicit behaviour at compile time (issue 12, docs/compat.md):
+what an up device needs comes up with it, and what stays down is said."""
+
+from __future__ import annotations
+
+import textwrap
+
+from netcfg.compile.pipeline import ConfigSource, compile_config
+
+
+def compiled(tmp_path, text: str):
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent(text))
+    return compile_config(ConfigSource(path=str(path)))
+
+
+def test_ports_and_lower_devices_of_an_up_device_come_up(tmp_path):
+    result = compiled(tmp_path, """\
+        iface eno1 inet manual
+        iface eno2 inet manual
+        iface eno3 inet manual
+        auto vmbr0
+        iface vmbr0
+            bridge-ports eno1 eno2.20
+        auto eno3.30
+        iface eno3.30
+        """)
+    up = {name for (_, name), obj in result.model.interfaces.items() if obj.auto}
+    assert up == {"vmbr0", "eno1", "eno2", "eno2.20", "eno3", "eno3.30"}
+    assert result.warnings == []
+
+
+def test_a_port_of_a_bridge_that_stays_down_stays_down(tmp_path):
+    result = compiled(tmp_path, """\
+        iface eno1 inet manual
+        iface vmbr0
+            bridge-ports eno1
+        """)
+    assert not any(obj.auto for obj in result.model.interfaces.values())
+
+
+def test_a_needed_device_with_link_down_is_a_warning(tmp_path):
+    result = compiled(tmp_path, """\
+        iface eno1 inet manual
+            link-down yes
+        auto vmbr0
+        iface vmbr0
+            bridge-ports eno1
+        """)
+    assert not result.model.iface("", "eno1").auto
+    assert [w.format() for w in result.warnings] == [
+        f"{tmp_path}/interfaces:2: warning: eno1: 'link-down yes' keeps it down, and vmbr0 "
+        f"(bridge-ports, {tmp_path}/interfaces:5) needs it up: vmbr0 will carry no traffic "
+        f"through it"]
+
+
+def test_an_address_on_a_device_left_down_is_a_warning(tmp_path):
+    result = compiled(tmp_path, """\
+        iface eth1 inet static
+            address 192.0.2.1/24
+        """)
+    assert len(result.warnings) == 1
+    assert "eth1: its addresses are set but it stays down" in result.warnings[0].format()
