@@ -166,7 +166,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     compiled = compile_config(config_source(args))
     current = Model()
     if args.current:
-        current = compile_config(ConfigSource(path=args.current)).model
+        current = compile_config(ConfigSource(path=args.current), state=True).model
     plan = make_plan(compiled.model, current, lower_enabled=args.lower == "auto")
     if args.json:
         print_json(plan.to_json())

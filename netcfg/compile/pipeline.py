@@ -106,13 +106,15 @@ def is_json(source: ConfigSource) -> bool:
     return source.path.endswith(".json") and os.path.isfile(source.path)
 
 
-def compile_config(source: ConfigSource) -> Compiled:
-    """The validated model of a config, or ConfigInvalid listing every error."""
+def compile_config(source: ConfigSource, *, state: bool = False) -> Compiled:
+    """The validated model of a config, or ConfigInvalid listing every error.
+    ``state``: the source describes what a kernel has (`plan --current`), not a
+    request, so what `check` refuses of a request is not checked."""
     with gc_paused():
-        return _compile(source)
+        return _compile(source, state)
 
 
-def _compile(source: ConfigSource) -> Compiled:
+def _compile(source: ConfigSource, state: bool = False) -> Compiled:
     report = Report()
     if is_json(source):
         sources: list[RenderedSource] = []
@@ -129,7 +131,7 @@ def _compile(source: ConfigSource) -> Compiled:
 
         parsed = parse(sources, load, report)
         model = build_objects(parsed, report)
-    finish_model(model, report)
+    finish_model(model, report, requests=not state)
     check_interface_names(model, report)   # the implied ones too: all are known now
     report.raise_if_errors()
     return Compiled(sources, model, [d for d in report.sorted() if d.severity == "warning"])
