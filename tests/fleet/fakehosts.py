@@ -90,9 +90,12 @@ class Host:
         return subprocess.run(self.enter(str(REPO / ".venv/bin/netcfg"), *args),
                               capture_output=True, text=True)
 
-    def status(self) -> dict | None:
+    def status(self) -> dict:
         done = self.netcfg("status", "--json")
-        return json.loads(done.stdout) if done.returncode == 0 else None
+        if done.returncode != 0:
+            raise RuntimeError(f"{self.name}: netcfg status: exit {done.returncode}: "
+                               f"{done.stderr.strip()}")
+        return json.loads(done.stdout)
 
     def config_files(self) -> dict[str, str]:
         base = self.root("/etc/netcfg")
