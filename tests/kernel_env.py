@@ -38,6 +38,16 @@ else:
     enter_or_refuse("test-kernel")
 
 
+def kernel_makes(kind: str, *args: str) -> bool:
+    """Whether the running kernel makes a ``kind`` device (tests that need a
+    refusal no config check can foresee use a kind the host kernel lacks)."""
+    made = subprocess.run(["ip", "link", "add", "kindprobe0", "type", kind, *args],
+                          capture_output=True).returncode == 0
+    if made:
+        subprocess.run(["ip", "link", "del", "kindprobe0"], capture_output=True)
+    return made
+
+
 def skip_tier(items, tier: Path) -> None:
     """A conftest's pytest_collection_modifyitems: without root (or ip), the
     tests under ``tier`` skip, saying why."""

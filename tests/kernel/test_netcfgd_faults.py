@@ -10,7 +10,9 @@ import signal
 import textwrap
 import time
 
+import pytest
 import storm_scenario
+from kernel_env import kernel_makes
 from netcfg.model.tags import NETCFG_GROUP
 from storm_scenario import PORTS
 from test_netcfgd import REPAIR_BOUND_S, addresses, cli, ip, ip_json, wait_for
@@ -92,17 +94,22 @@ FAILING = textwrap.dedent("""\
         address 10.5.0.2/30
     % endfor
 
-    # The kernel refuses this route: its gateway is on no connected network.
-    iface eth0
+    # The kernel refuses this device: the host kernel here has no vrf
+    # (check cannot know what the running kernel lacks; the VM tier's has it).
+    auto vrf-bad
+    iface vrf-bad
         netns bad
-        route 10.99.0.0/16 via 10.77.0.1
+        vrf-table 1001
     """)
 
 
 def test_a_failing_namespace_does_not_stall_the_others(make_daemon):
+    if kernel_makes("vrf", "table", "1"):
+        pytest.skip("this kernel makes vrf devices: the refusal this test needs does not happen")
     daemon = make_daemon(FAILING, preapply=False)
     status = {ns["name"]: ns for ns in daemon.status()["namespaces"]}
-    assert status["bad"]["error"] and "10.99.0.0/16" in status["bad"]["error"]
+    assert status["bad"]["error"] and "vrf-bad" in status["bad"]["error"]
+    assert "modprobe vrf" in status["bad"]["error"]      # located, and says what is missing
     assert status["bad"]["failures"] >= 1 and status["bad"]["retry_in_s"] is not None
     assert status["good"]["error"] is None
     assert addresses("good", "eth0") == {"10.5.0.2/30"}
@@ -114,7 +121,7 @@ def test_a_failing_namespace_does_not_stall_the_others(make_daemon):
     wait_for(lambda: {ns["name"]: ns for ns in daemon.status()["namespaces"]}["bad"]["failures"]
              >= 3, 10, "bad retried", step=0.1)
     text = cli(daemon.run_dir, "status")
-    assert "failing" in text.stdout and "Network is unreachable" in text.stdout
+    assert "failing" in text.stdout and "Operation not supported" in text.stdout
 
 
 def test_storm_of_500_ports_converges_in_few_passes(make_daemon, tmp_path):
