@@ -314,7 +314,7 @@ def _check_routes(model: Model, report) -> None:
                     continue
             if not is_up(dev):
                 why = ("it has 'link-down yes'" if dev.attrs.get("link-down")
-                       else f"no 'auto {dev.name}' line brings it up")
+                       else f"no 'auto {dev.name}' line brings it up, and no up device needs it")
                 report.error(where,
                              f"{obj.label()}: the route to {route['to']} goes out {dev.name}, "
                              f"which stays down ({why}); the kernel refuses a route through a "

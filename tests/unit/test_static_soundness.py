@@ -148,7 +148,7 @@ def test_a_route_through_a_down_device_is_refused(tmp_path):
     text = ROUTED.replace("auto e1\n", "") + "    route 10.9.0.0/24 via 10.0.0.2\n"
     (error,) = errors(text, tmp_path)
     assert error.startswith("6: e1: the route to 10.9.0.0/24 goes out e1, which stays down "
-                            "(no 'auto e1' line brings it up)")
+                            "(no 'auto e1' line brings it up, and no up device needs it)")
 
 
 @pytest.mark.parametrize("extra, error", [
