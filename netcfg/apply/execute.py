@@ -29,9 +29,10 @@ from __future__ import annotations
 import dataclasses
 import errno
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from netcfg.apply import dhcp
+from netcfg.apply import dhcp, wireguard
+from netcfg.apply.hooks import Hooks
 from netcfg.apply.refusal import Refused, explain
 from netcfg.apply.routes import foreign_route_removals, restore_requests
 from netcfg.kernel.nl import NetlinkError
@@ -74,6 +75,7 @@ class ApplyResult:
     dry_run: bool = False
     notes: list[str] = field(default_factory=list)
     dhcp: list[str] = field(default_factory=list)  # DHCP clients started or stopped
+    hooks: list[str] = field(default_factory=list)  # imperative lines run, with their output
     # What revert() needs: the state before, how it was read, and the routes
     # of other programs a purge removes (not in the model), as they were.
     before: Model | None = field(default=None, repr=False)
@@ -84,7 +86,7 @@ class ApplyResult:
     def summary(self) -> dict[str, Any]:
         return {"operations": len(self.plan), "batches": len(self.plan.batches),
                 "requests": self.requests, "verified": self.verified, "dry_run": self.dry_run,
-                "dhcp": self.dhcp}
+                "dhcp": self.dhcp, "hooks": self.hooks}
 
 
 # ---------------------------------------------------------------- what is compared
@@ -140,6 +142,8 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
     with gc_paused():
         target, lowering = lowered if lowered is not None else lower(desired,
                                                                      enabled=lower_enabled)
+        # Key files read, as public keys the diff compares (apply/wireguard.py).
+        target = wireguard.resolve(target, session)
         purge = {n for n, o in target.namespaces.items() if o.attrs.get("purge")}
         if selection:
             # Purge is a namespace's: only when whole namespaces are applied.
@@ -218,13 +222,16 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
     plan.notes.extend(notes)
     bulk = group_deletes(plan, scope.session.managed())
     plan.notes.extend(bulk.notes)
+    hooks = Hooks.for_plan(wanted, plan, scope.session.nsdir.path)
+    plan.notes.extend(line for run in hooks.runs for line in run.describe())
     result = ApplyResult(plan, dry_run=dry_run, before=before, scope=scope,
                          purged_routes=scope.foreign_routes())
     if dry_run or not plan.batches:
         result.verified = not plan.batches
         return result
     try:
-        result.requests = _execute(plan, scope.session, bulk)
+        result.requests = _execute(plan, scope.session, bulk,
+                                   before_batch=hooks.before_batch if hooks else None)
         drift = scope.operations(wanted, scope.current())
         if drift:
             raise ApplyFailed("verification failed: the kernel does not have "
@@ -241,6 +248,9 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
         except ApplyFailed:
             bug.add_note("the previous state was restored")
             raise bug from None
+    if hooks:
+        hooks.after_verify()   # up, post-up, post-down: reported, never reverted
+        result.hooks = hooks.log
     return result
 
 
@@ -271,8 +281,10 @@ def revert(result: ApplyResult, why: str) -> None:
 
 # ---------------------------------------------------------------- execution
 
-def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = None) -> int:
-    """Run the batches in order; returns the netlink write requests sent."""
+def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = None,
+             before_batch: Callable[[list[Operation]], None] | None = None) -> int:
+    """Run the batches in order; returns the netlink write requests sent.
+    ``before_batch``: the imperative lines that run before a batch (pre-up)."""
     if bulk is None:
         bulk = group_deletes(plan, session.managed())
     sent = 0
@@ -282,6 +294,8 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
     total, done = len(plan), 0
     for number, batch in enumerate(plan.batches):
         _namespace_ops(batch, session)
+        if before_batch is not None:
+            before_batch(batch)
         by_netns: dict[str, list[Operation]] = {}
         for op in batch:
             if op.action not in (NETNS_ADD, NETNS_DEL) and op.key not in bulk.replaced:
@@ -375,9 +389,12 @@ def _transact(netns: str, ops: list[Operation], session: KernelSession,
     requests.extend(extra)
     if requests:
         _send(netns, requests, session)
+    sent = len(requests)
     for op in ops:   # after: a device made by this batch has its sysctls only now
         _sysctls(op, session)
-    return len(requests)
+        # and its generic netlink settings (a wireguard device's keys and peers)
+        sent += wireguard.configure(op, session)
+    return sent
 
 
 def _send(netns: str, requests: list[Request], session: KernelSession) -> None:

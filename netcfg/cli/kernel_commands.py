@@ -162,6 +162,8 @@ def _report(args: argparse.Namespace, result: Any, verb: str, extra: str = "") -
               f"{summary['requests']} netlink requests, verified{extra}")
         for line in result.dhcp:
             print(f"{verb}: {line}")
+        for line in getattr(result, "hooks", ()):
+            print(f"{verb}: {line}")   # imperative lines and their output
 
 
 def cmd_apply(args: argparse.Namespace) -> int:

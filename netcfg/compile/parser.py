@@ -25,6 +25,7 @@ from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.model.errors import ConfigInvalid, Report, did_you_mean
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.location import SourceLocation
+from netcfg.plan.hooks import PHASES as COMMAND_ATTRIBUTES
 
 Loader = Callable[[str, SourceLocation], list[RenderedSource]]
 
@@ -219,7 +220,9 @@ class _Parser:
                 attributes = current[0].attributes if current and len(current) == 1 else None
                 continue
             attr = head.replace("_", "-") if "_" in head else head
-            if "  " in rest or "\t" in rest:
+            if attr in COMMAND_ATTRIBUTES:
+                rest = rest.strip()  # a shell command: its spacing is the shell's
+            elif "  " in rest or "\t" in rest:
                 rest = " ".join(rest.split())
             else:
                 rest = rest.lstrip()

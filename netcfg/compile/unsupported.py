@@ -6,12 +6,7 @@ these the error also says what to do instead.
 
 from __future__ import annotations
 
-_COMMANDS = ("netcfg configures declaratively and runs no shell commands; write routes "
-             "with 'route', other settings with their attributes")
-
 EXPLANATIONS = {
-    "pre-up": _COMMANDS, "up": _COMMANDS, "post-up": _COMMANDS,
-    "pre-down": _COMMANDS, "down": _COMMANDS, "post-down": _COMMANDS,
     "address-virtual": "VRR MAC-VLAN interfaces are not supported; declare a macvlan "
                        "(macvlan-raw-device) with hwaddress and address instead",
     "vrf-default-route": "netcfg installs no implicit routes in VRF tables; write them "

@@ -15,6 +15,7 @@ from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, MASTER, STRUCTURAL_ROLES, 
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.model import IFACE, NETNS, ROOT_NETNS, VOLUME, ConfigObject, Model
 from netcfg.plan.graph import find_cycle
+from netcfg.plan.hooks import PHASES
 
 PHYSICAL = "physical"  # what an undeclared, unclaimed port name in the host namespace is
 # Roles under which an undeclared interface may be implied rather than an error.
@@ -43,6 +44,7 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     if not requests:
         return model
     _bring_up_dependencies(model, report)
+    _say_imperative_lines(model, report)
     for obj in model.objects():
         if obj.implicit:
             continue  # derived from declared objects; kinds check those (check_model)
@@ -90,6 +92,21 @@ def _bring_up_dependencies(model: Model, report: Report) -> None:
                            f"'auto {obj.name}' line brings it up and no up device needs it. "
                            f"Add 'auto {obj.name}' (ifupdown2's ifup -a would not configure "
                            f"it at all)", "address")
+
+
+def _say_imperative_lines(model: Model, report: Report) -> None:
+    """Once per config, not per line: what these lines do, check cannot know."""
+    lines = sorted((obj.where(phase), obj.name, phase)
+                   for obj in model.interfaces.values() if not PHASES.isdisjoint(obj.attrs)
+                   for phase in PHASES if phase in obj.attrs)
+    if lines:
+        names = sorted({name for _, name, _ in lines})
+        report.warning(lines[0][0],
+                       f"the config has imperative lines (pre-up, up, post-up, pre-down, down, "
+                       f"post-down) on {len(names)} interface(s), first {lines[0][1]}'s "
+                       f"{lines[0][2]}: apply runs them as ifupdown2 does, but check cannot "
+                       f"know what they do and a revert cannot undo it",
+                       lines[0][2])
 
 
 def _complete(obj: ConfigObject, report: Report) -> None:

@@ -251,6 +251,7 @@ SYNTAX: dict[str, Callable[[str], Any]] = {
     "lun": parse_lun,
     "size": parse_size,
     "string": parse_string,
+    "command": str,  # a shell command, kept as written (quotes are the shell's)
     "int-or-auto": lambda text: text if text == "auto" else parse_int(text),
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.model import Model
 from netcfg.plan.diff import diff
+from netcfg.plan.hooks import plan_notes
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.planner import Plan, build_plan
 
@@ -17,5 +18,6 @@ def make_plan(desired: Model, current: Model, lower_enabled: bool = True) -> Pla
     with gc_paused():
         lowered, report = lower(desired, enabled=lower_enabled)
         plan = build_plan(diff(lowered, current))
+    plan.notes.extend(plan_notes(lowered, plan.operations))
     plan.lowering = report
     return plan

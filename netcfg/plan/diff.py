@@ -46,6 +46,8 @@ HANDLED_ELSEWHERE = frozenset({
     # The ifupdown method is not kernel state: static/manual/loopback change
     # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
     "inet", "inet6",
+    # Imperative lines are run, not kernel state (plan/hooks.py, apply/hooks.py).
+    "pre-up", "up", "post-up", "pre-down", "down", "post-down",
 })
 # link-set params that only mean something on an enslaved port: a link-set
 # carrying them has this subject and comes after master-set.

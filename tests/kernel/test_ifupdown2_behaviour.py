@@ -10,7 +10,9 @@ import json
 import subprocess
 import textwrap
 
-from netcfg.apply.execute import apply
+import pytest
+
+from netcfg.apply.execute import ApplyFailed, apply
 from netcfg.cli.main import main
 from netcfg.compile.pipeline import ConfigSource, compile_config
 
@@ -63,3 +65,75 @@ def test_a_bridge_port_without_an_auto_line_comes_up_with_its_bridge(session, tm
     # A port taken down by hand is drift that query --check reports.
     ip("link", "set", "eno1", "down")
     assert main(["query", "--check", "-c", str(path)]) == 1
+
+
+HOOKS = textwrap.dedent("""\
+    netns red
+
+    auto veth-red
+    iface veth-red
+        link-type veth
+        veth-peer-name eth0
+        veth-peer-netns red
+        address 10.0.1.1/30
+
+    auto eth0
+    iface eth0 inet static
+        netns red
+        address 10.0.1.2/30
+        pre-up echo "pre-up of $IFACE"
+        post-up env | grep -E '^(IFACE|LOGICAL|ADDRFAM|METHOD|MODE|PHASE|VERBOSITY|IF_[A-Z_]+)=' \\
+            | sort > {out}
+        post-up readlink /proc/self/ns/net >> {out}
+        post-up ip route add 192.0.2.0/24 via 10.0.1.1
+    """)
+
+
+def test_imperative_lines_run_in_the_interfaces_namespace_with_ifupdown2s_environment(
+        session, tmp_path):
+    out = tmp_path / "env"
+    path = tmp_path / "interfaces"
+    path.write_text(HOOKS.format(out=out))
+    model = compile_config(ConfigSource(path=str(path))).model
+    result = apply(model, session)
+    assert result.verified
+    lines = out.read_text().splitlines()
+    env = dict(line.split("=", 1) for line in lines[:-1])
+    assert env == {"IFACE": "eth0", "LOGICAL": "eth0", "ADDRFAM": "inet", "METHOD": "static",
+                   "MODE": "start", "PHASE": "post-up", "VERBOSITY": "0",
+                   "IF_ADDRESS": "10.0.1.2/30", "IF_NETNS": "red",
+                   "IF_PRE_UP": 'echo "pre-up of $IFACE"',
+                   "IF_POST_UP": env["IF_POST_UP"],
+                   # A declared peer adopts the veth (architecture.md): its
+                   # stanza gains the pairing, located at the veth's line.
+                   "IF_VETH_PEER_NAME": "veth-red"}
+    assert env["IF_POST_UP"].startswith("env | grep")
+    red = subprocess.run(["ip", "netns", "exec", "red", "readlink", "/proc/self/ns/net"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    assert lines[-1] == red
+    # The route a post-up line added, read back from the namespace.
+    assert "192.0.2.0/24 via 10.0.1.1 dev eth0" in ip("-n", "red", "route", "show")
+    assert "eth0 (netns red): pre-up 'echo \"pre-up of $IFACE\"': pre-up of eth0" in result.hooks
+    # Nothing comes up on a second apply: no line runs again.
+    out.unlink()
+    again = apply(model, session)
+    assert again.hooks == [] and not out.exists()
+
+
+def test_a_failing_pre_up_keeps_its_interface_down_and_the_apply_is_reverted(session, tmp_path):
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent("""\
+        auto veth0
+        iface veth0
+            link-type veth
+            veth-peer-name veth1
+            address 10.0.9.1/30
+            pre-up echo refusing; exit 3
+        """))
+    model = compile_config(ConfigSource(path=str(path))).model
+    with pytest.raises(ApplyFailed) as failed:
+        apply(model, session)
+    message = str(failed.value)
+    assert f"{path}:6: veth0: pre-up 'echo refusing; exit 3' failed (exit 3): refusing" in message
+    assert "the previous state was restored" in message
+    assert subprocess.run(["ip", "link", "show", "veth0"], capture_output=True).returncode != 0
