@@ -12,6 +12,8 @@ import resource
 import socket
 from typing import Callable, Collection, Iterable
 
+from netcfg.kernel.genl import (NETLINK_GENERIC, GenlSocket, WireguardKeys, has_wireguard,
+                                read_wireguard)
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
@@ -38,6 +40,9 @@ class KernelSession:
         self.switcher = NetnsSwitcher()
         self.handles: dict[str, Netns] = {}
         self.sockets: dict[str, RtnlSocket] = {}
+        # Generic netlink sockets, opened where a namespace has a wireguard device.
+        self.genl_sockets: dict[str, GenlSocket] = {}
+        self.wireguard = WireguardKeys()
         self.states: dict[str, NamespaceState] = {}
         # Per namespace, the lowest ifindex new_ifindex() may hand out next:
         # it never goes down, so an index freed in this session is not reused.
@@ -82,11 +87,27 @@ class KernelSession:
                     left.close()
                 raise
 
+    def genl_socket(self, name: str) -> GenlSocket:
+        """A NETLINK_GENERIC socket inside namespace ``name``, made once."""
+        if name not in self.genl_sockets:
+            raw, = self.switcher.sockets_in([self.netns(name)], socket.AF_NETLINK,
+                                            socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                                            NETLINK_GENERIC)
+            try:
+                self.genl_sockets[name] = GenlSocket(raw)
+            except BaseException:
+                raw.close()
+                raise
+        return self.genl_sockets[name]
+
     def forget(self, name: str) -> None:
         """A namespace was deleted: drop its socket and handle."""
         sock = self.sockets.pop(name, None)
         if sock is not None:
             sock.close()
+        genl = self.genl_sockets.pop(name, None)
+        if genl is not None:
+            genl.close()
         handle = self.handles.pop(name, None)
         if handle is not None:
             handle.close()
@@ -105,6 +126,11 @@ class KernelSession:
         model, states = read_model({n: self.socket(n) for n in wanted},
                                    netns_fds={n: self.netns(n).fd for n in wanted},
                                    foreign_routes=foreign_routes)
+        # Generic netlink state (wireguard keys and peers) of the devices
+        # that have it: one GET_DEVICE dump per device, none elsewhere.
+        for netns, state in states.items():
+            if has_wireguard(state):
+                read_wireguard(self.genl_socket(netns), state, self.wireguard)
         self.states.update(states)
         return model
 
@@ -200,6 +226,8 @@ class KernelSession:
     def close(self) -> None:
         for name in list(self.sockets):
             self.sockets.pop(name).close()
+        for name in list(self.genl_sockets):
+            self.genl_sockets.pop(name).close()
         for name in list(self.handles):
             self.handles.pop(name).close()
         self.switcher.close()

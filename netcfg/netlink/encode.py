@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice
+from netcfg.kinds import wireguard
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
 from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, parse_attrs,
@@ -81,6 +82,11 @@ from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, 
                              Operation)
 
 CREATE = NLM_F_CREATE | NLM_F_EXCL
+
+# Params a kind's generic netlink family sets, not rtnetlink: the applier
+# sends them once the batch made or changed the device (apply/wireguard.py).
+GENL_PARAMS = frozenset(wireguard.GENL_ATTRIBUTES)
+GENL_KINDS = frozenset({wireguard.KIND.name})
 
 # link-add params naming other devices (diff.LOWER_PARAM, diff.PEER_PARAM, ...).
 LOWER, LOWER_NETNS, PEER, PEER_NETNS = "link", "link_netns", "peer", "peer_netns"
@@ -220,7 +226,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
     (EEXIST) rather than a change to the device that has it."""
     params = op.params
     kind = params.get("kind")
-    table = INFO_DATA.get(kind)
+    table = INFO_DATA.get(kind, {} if kind in GENL_KINDS else None)
     if table is None:
         raise EncodeError(op, "kind", f"netcfg cannot create a {kind!r} device (it creates "
                                       f"{', '.join(sorted(INFO_DATA))})")
@@ -232,7 +238,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
     consumed = {"kind", *((LOWER_NETNS,) if LOWER in params else ()),
                 *((PEER_NETNS,) if kind == "veth" else ())}
     for param, value in params.items():
-        if param in consumed:
+        if param in consumed or param in GENL_PARAMS:
             continue
         if param == LOWER:
             attrs += _lower(op, ctx)
@@ -302,6 +308,8 @@ def _link_set(op: Operation, ctx: EncodeContext) -> list[Request]:
     port: list[bytes] = []
     kinds: set[str] = set()
     for param, value in op.params.items():
+        if param in GENL_PARAMS:
+            continue   # the applier's, over generic netlink
         setting = SETTINGS.get(param)
         if setting is None:
             raise EncodeError(op, param, "netcfg cannot change this attribute on an existing "

@@ -1,0 +1,134 @@
+"""WireGuard at the edge: key files in, generic netlink out.
+
+Two steps the pure planner cannot take:
+
+- ``resolve(model, session)``, before the diff: each wireguard device's
+  ``wireguard-private-key-file`` is read (a regular file owned by root,
+  readable by nobody else, as CHAP secret files are) and replaced by
+  ``wireguard-public-key``, the public key of the key read. The kernel gives
+  the public key back (WGDEVICE_A_PUBLIC_KEY), so the diff compares public
+  keys like any attribute and a plan never carries a secret; the private
+  key waits in ``session.wireguard`` for the write.
+- ``configure(op, session)``, after the batch that made or changed the
+  device: one WG_CMD_SET_DEVICE (more for thousands of peers) in the
+  device's namespace, with WGDEVICE_F_REPLACE_PEERS when the peers changed.
+
+A revert sets back the public key a device had: its private key was read
+back with it (GET_DEVICE hands it to CAP_NET_ADMIN), so it is known too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+
+from netcfg.kernel.nl import NetlinkError
+from netcfg.kernel.session import KernelSession
+from netcfg.kinds.wireguard import (FWMARK, GENL_ATTRIBUTES, LISTEN_PORT, PEER,
+                                    PRIVATE_KEY_FILE, PUBLIC_KEY, key_bytes, key_text, parse_peer)
+from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, NetcfgError
+from netcfg.model.model import Model
+from netcfg.netlink.wireguard import WG_GENL_NAME, DeviceConfig, public_key, set_device
+from netcfg.plan.ops import LINK_ADD, LINK_SET, Operation
+
+KIND = "wireguard"
+
+
+class KeyFileError(NetcfgError):
+    """A key file netcfg will not use; nothing was written."""
+
+    exit_code = EXIT_INVALID_CONFIG
+    retryable = False
+
+
+class WireguardError(NetcfgError):
+    """The kernel refused a WireGuard setting (the apply is reverted)."""
+
+    exit_code = EXIT_APPLY_FAILED_REVERTED
+    retryable = False
+
+
+def read_key_file(path: str, what: str) -> bytes:
+    """A WireGuard private key file (base64 of 32 bytes, as `wg genkey` writes
+    it): a regular file owned by root, readable and writable by root alone."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as e:
+        raise KeyFileError(f"{what} {path}: cannot open: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise KeyFileError(f"{what} {path}: not a regular file")
+        if st.st_uid != 0:
+            raise KeyFileError(f"{what} {path}: owned by uid {st.st_uid}, not root; "
+                               f"chown root:root {path}")
+        if st.st_mode & 0o077:
+            raise KeyFileError(f"{what} {path}: mode {stat.S_IMODE(st.st_mode):04o} lets group "
+                               f"or others read the key; chmod 600 {path}")
+        content = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    try:
+        return key_bytes(content.decode("ascii", errors="replace").strip())
+    except ValueError:
+        raise KeyFileError(f"{what} {path}: not a WireGuard private key (one line of base64, "
+                           f"as `wg genkey` writes)") from None
+
+
+def resolve(model: Model, session: KernelSession) -> Model:
+    """``model`` with each wireguard device's key file replaced by its public
+    key, and the peers without an endpoint noted (their learned endpoint is
+    not compared). The caller's model is not changed (netcfgd keeps it)."""
+    devices = [o for o in model.interfaces.values() if o.kind == KIND]
+    if not devices:
+        return model
+    interfaces = dict(model.interfaces)
+    for obj in devices:
+        session.wireguard.endpointless[obj.key] = frozenset(
+            p.public_key for p in map(parse_peer, obj.attrs.get(PEER, ())) if not p.endpoint)
+        path = obj.attrs.get(PRIVATE_KEY_FILE)
+        if path is None:
+            continue
+        what = f"{obj.label()}: {PRIVATE_KEY_FILE} (at {obj.where(PRIVATE_KEY_FILE)})"
+        private = read_key_file(path, what)
+        public = key_text(public_key(private))
+        written = obj.attrs.get(PUBLIC_KEY)
+        if written is not None and written != public:
+            raise KeyFileError(f"{what}: the key in {path} has public key {public}, not the "
+                               f"{PUBLIC_KEY} {written} the config gives; remove one of them")
+        session.wireguard.private[public] = private
+        attrs = {a: v for a, v in obj.attrs.items() if a != PRIVATE_KEY_FILE}
+        attrs[PUBLIC_KEY] = public
+        interfaces[obj.key] = dataclasses.replace(obj, attrs=attrs)
+    return dataclasses.replace(model, interfaces=interfaces)
+
+
+def configure(op: Operation, session: KernelSession) -> int:
+    """Send the generic netlink part of a link-add / link-set of a wireguard
+    device; returns the requests sent (0 when the op has none)."""
+    if op.action not in (LINK_ADD, LINK_SET) or not any(a in op.params for a in GENL_ATTRIBUTES):
+        return 0
+    params = op.params
+    config = DeviceConfig(op.name)
+    if PRIVATE_KEY_FILE in params:     # a plan made without resolve()
+        config.private_key = read_key_file(params[PRIVATE_KEY_FILE], f"{op.name}: "
+                                           f"{PRIVATE_KEY_FILE}")
+    elif params.get(PUBLIC_KEY):
+        config.private_key = session.wireguard.private.get(params[PUBLIC_KEY])
+        if config.private_key is None:
+            raise WireguardError(f"{op.describe()}: netcfg has no private key for public key "
+                                 f"{params[PUBLIC_KEY]}; write {PRIVATE_KEY_FILE} (a device's "
+                                 f"key cannot be set from its public half)")
+    if LISTEN_PORT in params:
+        config.listen_port = params[LISTEN_PORT] or 0
+    if FWMARK in params:
+        config.fwmark = params[FWMARK] or 0
+    if PEER in params:
+        config.peers = [parse_peer(text) for text in params[PEER] or ()]
+    messages = set_device(config)
+    try:
+        session.genl_socket(op.netns).transact(WG_GENL_NAME, messages, tag=op)
+    except NetlinkError as e:
+        raise WireguardError(f"{op.describe()}: WG_CMD_SET_DEVICE: {e}") from None
+    return len(messages)

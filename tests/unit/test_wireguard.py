@@ -1,0 +1,146 @@
+"""The wireguard kind's pure parts: peer lines, X25519, the generic netlink
+codec (SET_DEVICE encoded, then decoded as GET_DEVICE would give it back),
+and the encode dispatch that leaves the genl part to the applier.
+The kernel's side is tests/vm/test_vm_wireguard.py."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from netcfg.kinds.wireguard import Peer, key_bytes, key_text, parse_peer
+from netcfg.netlink import genl
+from netcfg.netlink.encode import StaticContext, encode
+from netcfg.netlink.nlmsg import IFLA_IFNAME, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINKINFO, \
+    IFINFOMSG, RTM_NEWLINK, attr_str, parse_attrs, rtattr, rtattr_str
+from netcfg.netlink.wireguard import (MAX_MESSAGE, WG_CMD_SET_DEVICE, WGDEVICE_A_PUBLIC_KEY,
+                                      WGDEVICE_F_REPLACE_PEERS, WGDEVICE_A_FLAGS, DeviceConfig,
+                                      device_attributes, parse_device, public_key, remove_peer,
+                                      set_device)
+from netcfg.plan.ops import LINK_ADD, LINK_SET, Operation
+
+K1 = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
+K2 = "TrMvSoP4jYQlY6RIzBgbssQqY3vxI2Pi+y71lOWWXX0="
+
+
+def test_x25519_rfc7748_vectors():
+    # RFC 7748 section 6.1: Alice's and Bob's key pairs.
+    alice = bytes.fromhex("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")
+    bob = bytes.fromhex("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb")
+    assert public_key(alice).hex() == \
+        "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
+    assert public_key(bob).hex() == \
+        "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"
+
+
+def test_peer_line_is_canonical():
+    peer = parse_peer(f"{K1} persistent-keepalive 25 endpoint [2001:DB8::2]:51820 "
+                      f"allowed-ips fd09::2/128,10.9.0.2/32,10.9.0.2/32")
+    assert peer == Peer(K1, ("10.9.0.2/32", "fd09::2/128"), "[2001:db8::2]:51820", 25)
+    assert parse_peer(peer.text()) == peer
+    assert parse_peer(K2).text() == K2
+
+
+@pytest.mark.parametrize("line, says", [
+    ("notakey", "not base64"),
+    (f"{K1} allowed-ips 10.0.0.1/24", "host bits set"),
+    (f"{K1} endpoint vpn.example.com:51820", "not an IP address"),
+    (f"{K1} endpoint 2001:db8::1:51820", "in brackets"),
+    (f"{K1} endpoint 192.0.2.1:0", "port 1-65535"),
+    (f"{K1} persistent-keepalive", "has no value"),
+    (f"{K1} keepalive 25", "not a peer setting"),
+    (f"{K1} preshared-key-file /etc/psk", "not supported yet"),
+])
+def test_peer_line_errors(line, says):
+    with pytest.raises(ValueError, match=says):
+        parse_peer(line)
+
+
+def test_key_must_be_canonical_base64_of_32_bytes():
+    assert key_text(key_bytes(K1)) == K1
+    with pytest.raises(ValueError):
+        key_bytes(K1[:-2] + "B=")     # decodes, but is not canonical (stray low bits)
+    with pytest.raises(ValueError):
+        key_bytes("AAAA")
+
+
+def _as_get_reply(messages: list[bytes], public: bytes | None = None) -> list[bytes]:
+    """A SET_DEVICE's messages are laid out as GET_DEVICE answers them
+    (genl header, WGDEVICE_A_*, nests of WGPEER_A_*), less the public key."""
+    extra = rtattr(WGDEVICE_A_PUBLIC_KEY, public) if public else b""
+    return [m + extra for m in messages]
+
+
+def test_set_device_then_read_back_round_trip():
+    private = bytes(range(32))
+    peers = [parse_peer(f"{K1} allowed-ips 10.9.0.2/32,fd09::2/128 endpoint 192.0.2.2:51820 "
+                        f"persistent-keepalive 25"),
+             parse_peer(f"{K2} allowed-ips 10.9.1.0/24 endpoint [2001:db8::1]:4500")]
+    messages = set_device(DeviceConfig("wg0", private, 51820, 81, peers))
+    assert len(messages) == 1
+    assert genl.command(messages[0]) == WG_CMD_SET_DEVICE
+    flags = genl_attr(messages[0], WGDEVICE_A_FLAGS)
+    assert struct.unpack("=I", flags)[0] == WGDEVICE_F_REPLACE_PEERS
+    device = parse_device(_as_get_reply(messages, public_key(private)))
+    assert (device.ifname, device.private_key, device.listen_port, device.fwmark) == \
+        ("wg0", private, 51820, 81)
+    assert device.peers == peers
+    attrs = device_attributes(device)
+    assert attrs["wireguard-public-key"] == key_text(public_key(private))
+    assert attrs["wireguard-peer"] == sorted(p.text() for p in peers)
+    # A peer the config gives no endpoint: the learned one is not compared.
+    learned = device_attributes(device, endpoints_unmanaged={K2})
+    assert f"{K2} allowed-ips 10.9.1.0/24" in learned["wireguard-peer"]
+
+
+def genl_attr(payload: bytes, attr: int) -> bytes:
+    return bytes(dict(genl.iter_attrs(payload, 4))[attr])
+
+
+def test_many_peers_are_cut_into_messages_and_merged_back():
+    peers = [Peer(key_text(i.to_bytes(2, "big") * 16), (f"10.{i >> 8}.{i & 255}.0/24",))
+             for i in range(1, 1500)]
+    messages = set_device(DeviceConfig("wg0", peers=peers))
+    assert len(messages) > 1 and all(len(m) <= MAX_MESSAGE + 200 for m in messages)
+    # Only the first replaces the peer set; the others add to it.
+    assert WGDEVICE_A_FLAGS in dict(genl.iter_attrs(messages[0], 4))
+    assert all(WGDEVICE_A_FLAGS not in dict(genl.iter_attrs(m, 4)) for m in messages[1:])
+    assert sorted(parse_device(messages).peers) == sorted(peers)
+
+
+def test_no_peers_given_leaves_them_alone_and_empty_replaces_all():
+    untouched, = set_device(DeviceConfig("wg0", listen_port=1))
+    assert WGDEVICE_A_FLAGS not in dict(genl.iter_attrs(untouched, 4))
+    emptied, = set_device(DeviceConfig("wg0", peers=[]))
+    assert WGDEVICE_A_FLAGS in dict(genl.iter_attrs(emptied, 4))
+    assert parse_device([remove_peer("wg0", key_bytes(K1))]).peers == [Peer(K1)]
+
+
+def test_genl_family_lookup_codec():
+    request = genl.getfamily("wireguard")
+    assert genl.command(request) == genl.CTRL_CMD_GETFAMILY
+    names = dict(genl.iter_attrs(request, 4))
+    assert attr_str(names[genl.CTRL_ATTR_FAMILY_NAME]) == "wireguard"
+    reply = genl.genlmsg(genl.CTRL_CMD_NEWFAMILY, 2,
+                         rtattr_str(genl.CTRL_ATTR_FAMILY_NAME, "wireguard")
+                         + rtattr(genl.CTRL_ATTR_FAMILY_ID, struct.pack("=H", 27)))
+    assert genl.family_id(reply) == ("wireguard", 27)
+    with pytest.raises(ValueError):
+        list(genl.iter_attrs(b"\x40\x00\x01\x00"))   # a length past its container
+
+
+def test_encode_creates_the_device_and_leaves_genl_params_to_the_applier():
+    op = Operation(LINK_ADD, "", "wg0", params={
+        "kind": "wireguard", "wireguard-public-key": K1, "wireguard-listen-port": 51820,
+        "wireguard-peer": [f"{K2} allowed-ips 10.0.0.0/24"], "mtu": 1400})
+    request, = encode(op, StaticContext())
+    assert request.type == RTM_NEWLINK
+    attrs = parse_attrs(request.payload, IFINFOMSG.size)
+    assert attr_str(attrs[IFLA_IFNAME]) == "wg0"
+    info = parse_attrs(attrs[IFLA_LINKINFO])
+    assert attr_str(info[IFLA_INFO_KIND]) == "wireguard"
+    assert IFLA_INFO_DATA not in info or not bytes(info[IFLA_INFO_DATA])
+    assert K1.encode() not in request.payload
+    changed = Operation(LINK_SET, "", "wg0", params={"wireguard-listen-port": 51821})
+    assert encode(changed, StaticContext(ifindexes={("", "wg0"): 7})) == []
