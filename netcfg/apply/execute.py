@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 
 from netcfg.apply import dhcp, wireguard
 from netcfg.apply.hooks import Hooks
+from netcfg.apply.resolver import Resolver
 from netcfg.apply.refusal import Refused, explain
 from netcfg.apply.routes import foreign_route_removals, restore_requests
 from netcfg.kernel.nl import NetlinkError
@@ -181,6 +182,8 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         # takes them from here (netcfg/apply/dhcp.py).
         result.dhcp = [f"stopped {lease.describe()}" for lease in stopped]
         result.dhcp += dhcp.start_wanted(target)
+        # dns-* lines: the resolver is told what the up interfaces say.
+        result.hooks += Resolver.from_environment().update(target)
     return result
 
 

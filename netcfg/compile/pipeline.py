@@ -75,8 +75,15 @@ def load_variables(source: ConfigSource) -> dict[str, Any]:
     return variables
 
 
+# ifupdown2's template_lookuppath (ifupdown2.conf): files written for it
+# include templates from there (docs/compat.md).
+IFUPDOWN2_TEMPLATES = "/etc/network/ifupdown2/templates"
+
+
 def make_renderer(source: ConfigSource) -> Renderer:
     lib_dirs = [shipped_lib_dir()]
+    if os.path.isdir(IFUPDOWN2_TEMPLATES):
+        lib_dirs.insert(0, IFUPDOWN2_TEMPLATES)
     local_lib = os.path.join(source.directory, "lib")
     if os.path.isdir(local_lib):
         lib_dirs.insert(0, local_lib)  # the operator's defs win over shipped ones

@@ -29,13 +29,18 @@ EXPLANATIONS = {
 # Families of ifupdown2 attributes, by prefix. Valid netcfg attributes with the
 # same prefix (bridge-mcsnoop) never get here: only unknown names are explained.
 PREFIXES = (
-    ("mstpctl-", "MSTP (mstpd) is not supported; bridge-stp yes runs the kernel's STP"),
+    ("mstpctl-", "MSTP settings are mstpd's (the MSTP daemon), which netcfg does not run; "
+                 "bridge-stp yes runs the kernel's STP"),
     ("bridge-mc", "IGMP/MLD snooping tunables are not supported; bridge-mcsnoop turns "
                   "snooping on or off and bridge-mcast-vlan-snooping keeps it per VLAN"),
     ("bridge-portmc", "per-port multicast settings are not supported"),
     ("bridge-hash", "the bridge's multicast database size is not configurable in netcfg"),
     ("batman-", "B.A.T.M.A.N. mesh devices are not supported"),
-    ("clag", "CLAG/MLAG (Cumulus clagd) is not supported"),
+    ("clag", "CLAG/MLAG settings are clagd's (Cumulus's MLAG daemon), which netcfg does "
+             "not run"),
+    ("ovs-", "Open vSwitch bridges and ports are ovs-vswitchd's (set through ovs-vsctl by "
+             "ifupdown2's openvswitch addon), which netcfg does not run; use a Linux bridge "
+             "(bridge-ports)"),
 )
 
 

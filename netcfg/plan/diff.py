@@ -48,6 +48,8 @@ HANDLED_ELSEWHERE = frozenset({
     "inet", "inet6",
     # Imperative lines are run, not kernel state (plan/hooks.py, apply/hooks.py).
     "pre-up", "up", "post-up", "pre-down", "down", "post-down",
+    # The resolver's, told after each apply (apply/resolver.py).
+    "dns-nameservers", "dns-search", "dns-domain",
 })
 # link-set params that only mean something on an enslaved port: a link-set
 # carrying them has this subject and comes after master-set.

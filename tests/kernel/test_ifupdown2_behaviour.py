@@ -137,3 +137,39 @@ def test_a_failing_pre_up_keeps_its_interface_down_and_the_apply_is_reverted(ses
     assert f"{path}:6: veth0: pre-up 'echo refusing; exit 3' failed (exit 3): refusing" in message
     assert "the previous state was restored" in message
     assert subprocess.run(["ip", "link", "show", "veth0"], capture_output=True).returncode != 0
+
+
+def test_dns_lines_go_to_the_namespaces_resolv_conf_and_the_hosts_resolver(
+        session, tmp_path, monkeypatch):
+    """Both paths point into the test's directory: the host's resolver is
+    never touched."""
+    monkeypatch.setenv("NETCFG_ETC_NETNS", str(tmp_path / "netns"))
+    monkeypatch.setenv("NETCFG_HOST_RESOLVER", f"file:{tmp_path / 'host-resolv.conf'}")
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent("""\
+        auto veth-red
+        iface veth-red
+            link-type veth
+            veth-peer-name eth0
+            veth-peer-netns red
+            address 10.0.1.1/30
+            dns-nameservers 192.0.2.53
+            dns-search example.net
+
+        auto eth0
+        iface eth0
+            netns red
+            address 10.0.1.2/30
+            dns-nameservers 10.0.1.1 2001:db8::53
+            dns-search tenant.example corp.example
+        """))
+    model = compile_config(ConfigSource(path=str(path))).model
+    result = apply(model, session)
+    assert (tmp_path / "netns" / "red" / "resolv.conf").read_text() == (
+        "# written by netcfg from dns-nameservers/dns-search of: eth0\n"
+        "nameserver 10.0.1.1\nnameserver 2001:db8::53\nsearch tenant.example corp.example\n")
+    assert (tmp_path / "host-resolv.conf").read_text().splitlines()[1:] == [
+        "nameserver 192.0.2.53", "search example.net"]
+    assert f"wrote {tmp_path}/netns/red/resolv.conf (eth0)" in result.hooks
+    # Unchanged: not written again.
+    assert apply(model, session).hooks == []

@@ -61,3 +61,45 @@ def test_an_address_on_a_device_left_down_is_a_warning(tmp_path):
         """)
     assert len(result.warnings) == 1
     assert "eth1: its addresses are set but it stays down" in result.warnings[0].format()
+
+
+def test_templates_are_looked_up_in_ifupdown2s_template_path(tmp_path, monkeypatch):
+    from netcfg.compile import pipeline
+
+    lookup = tmp_path / "ifupdown2-templates"
+    lookup.mkdir()
+    (lookup / "bridges.tmpl").write_text(textwrap.dedent("""\
+        <%def name="vmbr(n)">
+        auto vmbr${n}
+        iface vmbr${n}
+            bridge-ports none
+        </%def>
+        """))
+    monkeypatch.setattr(pipeline, "IFUPDOWN2_TEMPLATES", str(lookup))
+    result = compiled(tmp_path, """\
+        <%namespace name="b" file="bridges.tmpl"/>
+        % for n in range(2):
+        ${b.vmbr(n)}
+        % endfor
+        """)
+    assert sorted(name for _, name in result.model.interfaces) == ["vmbr0", "vmbr1"]
+
+
+def test_daemon_only_attributes_are_refused_naming_the_daemon(tmp_path):
+    from netcfg.model.errors import ConfigInvalid
+
+    for attribute, daemon in (("mstpctl-treeprio 4096", "mstpd"), ("clagd-priority 1", "clagd"),
+                              ("ovs-type OVSBridge", "ovs-vswitchd")):
+        try:
+            compiled(tmp_path, f"""\
+                auto br0
+                iface br0
+                    bridge-ports none
+                    {attribute}
+                """)
+        except ConfigInvalid as invalid:
+            text = "\n".join(d.format() for d in invalid.diagnostics)
+        else:
+            raise AssertionError(f"{attribute} accepted")
+        assert f"{tmp_path}/interfaces:4: error: br0: {attribute.split()[0]} is not supported" in text
+        assert daemon in text
