@@ -174,7 +174,8 @@ def main() -> int:
                 last = next(i for i, ln in enumerate(lines) if ln.startswith("Note"))
                 text, origin = "\n".join(lines[first:last]).rstrip() + "\n", " (its example lines)"
             corpus.add("debian-ifupdown", path.name.removesuffix(".gz"),
-                       f"Debian ifupdown 0.8.41 /usr/share/doc/ifupdown/examples/{path.name}{origin}",
+                       "Debian ifupdown 0.8.41 /usr/share/doc/ifupdown/examples/"
+                       f"{path.name}{origin}",
                        "GPL-2.0-or-later", text)
     for source, n in sorted(corpus.count.items()):
         print(f"{source}: {n}")

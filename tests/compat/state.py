@@ -53,7 +53,8 @@ def read(exclude: list[str] = ()) -> dict:
             continue
         row = {k: v for k, v in sorted(link.items()) if k not in LINK_DROP}
         row["up"] = "UP" in link.get("flags", [])
-        row["flags"] = sorted(f for f in link.get("flags", []) if f not in ("LOWER_UP", "NO-CARRIER"))
+        row["flags"] = sorted(f for f in link.get("flags", [])
+                              if f not in ("LOWER_UP", "NO-CARRIER"))
         if name.startswith("cmp") is False and link.get("link", "").startswith("cmp"):
             row["link"] = "veth peer"     # the stand-in NIC's peer: same in both sandboxes
         info = row.pop("linkinfo", None)

@@ -144,7 +144,8 @@ def render(results: list[Checked]) -> str:
 
 
 def write_doc(table: str) -> None:
-    text = DOC.read_text() if DOC.exists() else f"# Compatibility with ifupdown2\n\n{BEGIN}\n{END}\n"
+    text = (DOC.read_text() if DOC.exists()
+            else f"# Compatibility with ifupdown2\n\n{BEGIN}\n{END}\n")
     if BEGIN not in text or END not in text:
         raise SystemExit(f"{DOC}: the generated-table markers are missing")
     head, rest = text.split(BEGIN, 1)
