@@ -102,27 +102,32 @@ def _with_prefix(address: str, netmask: str | None) -> str:
 
 
 def _check_address_conflicts(model: Model, report) -> None:
-    """The same IP on two interfaces of one namespace and VRF is an error;
-    tenants in different namespaces may overlap freely."""
-    owners: dict[tuple[str, str, str], ConfigObject] = {}
+    """An address written twice on one interface is an error (the kernel
+    answers EEXIST to the second). The same address on two interfaces is
+    not: the kernel allows it, and real hosts rely on it (an unnumbered
+    loopback /32 repeated on uplinks, hosting providers' layouts); ifupdown2
+    applies it too (docs/compat.md)."""
     for obj in model.interfaces.values():
-        vrf = obj.attrs.get("vrf", "")
-        prefixes: dict[str, str] = {}
-        for address in obj.attrs.get("address", ()):
+        addresses = obj.attrs.get("address")
+        if not addresses or len(addresses) < 2:
+            continue
+        seen: dict[str, str] = {}
+        for address in addresses:
             ip = address.split("/")[0]
-            if ":" in ip and prefixes.setdefault(ip, address) != address:
+            first = seen.setdefault(ip, address)
+            if first is address:
+                continue
+            if ":" in ip and first != address:
                 # IPv4 keeps one address per (address, prefix); IPv6 one per
                 # address (EEXIST "address already assigned").
                 report.error(obj.where("address"),
                              f"{obj.label()}: IPv6 address {ip} is written with two prefixes, "
-                             f"{prefixes[ip]} and {address}; a device holds an IPv6 address "
+                             f"{first} and {address}; a device holds an IPv6 address "
                              f"once. Keep one", "address")
-            first = owners.setdefault((obj.netns, vrf, ip), obj)
-            if first is not obj:
+            elif first == address:
                 report.error(obj.where("address"),
-                             f"{obj.label()}: address {ip} is also on {first.name} "
-                             f"({first.where('address')}); an address belongs to one interface "
-                             f"per namespace and VRF", "address")
+                             f"{obj.label()}: address {address} is written twice; the kernel "
+                             f"holds it once. Remove one", "address")
 
 
 def is_up(obj: ConfigObject) -> bool:

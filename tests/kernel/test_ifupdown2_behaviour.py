@@ -173,3 +173,29 @@ def test_dns_lines_go_to_the_namespaces_resolv_conf_and_the_hosts_resolver(
     assert f"wrote {tmp_path}/netns/red/resolv.conf (eth0)" in result.hooks
     # Unchanged: not written again.
     assert apply(model, session).hooks == []
+
+
+def test_one_address_on_two_interfaces(session, tmp_path):
+    """An unnumbered /32 on two uplinks, and one IPv6 address on two links:
+    the kernel takes both, and a second apply finds nothing to do."""
+    stand_in_port("swp1")
+    stand_in_port("swp2")
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent("""\
+        auto swp1
+        iface swp1
+            address 10.255.0.1/32
+            address 2001:db8::1/64
+
+        auto swp2
+        iface swp2
+            address 10.255.0.1/32
+            address 2001:db8::1/64
+        """))
+    model = compile_config(ConfigSource(path=str(path))).model
+    assert apply(model, session).verified
+    for dev in ("swp1", "swp2"):
+        info = json.loads(ip("-j", "addr", "show", "dev", dev))[0]["addr_info"]
+        assert {(a["local"], a["prefixlen"]) for a in info if a["scope"] == "global"} == {
+            ("10.255.0.1", 32), ("2001:db8::1", 64)}
+    assert len(apply(model, session).plan) == 0
