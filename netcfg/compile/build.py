@@ -25,6 +25,7 @@ from netcfg.schemas.spec import AttributeSpec, group_attributes, value_checker
 # Consumed by the builder itself rather than stored as attributes.
 PLACEMENT_ATTRIBUTE = "netns"
 KIND_ATTRIBUTE = "link-type"
+BOND_MASTER = "bond-master"   # the slave's side of bond-slaves (compile/build.py)
 
 
 @dataclass(slots=True)
@@ -47,6 +48,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     pending: dict[tuple[str, str, str], _Pending] = {}
     for stanza in parsed.stanzas:
         _merge(stanza, pending, report)
+    _bond_master_to_slaves(pending, report)
     builder = _ObjectBuilder(report)
     for p in pending.values():
         obj = builder.build(p)
@@ -54,6 +56,32 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
             model.section(obj.section)[obj.key if obj.section == IFACE else obj.name] = obj
     _mark_auto(parsed, model, report)
     return model
+
+
+def _bond_master_to_slaves(pending: dict, report: Report) -> None:
+    """`bond-master BOND` on a slave (Debian ifenslave's form) is the slave's
+    name on BOND's bond-slaves line. ifupdown2 has no such attribute (it
+    leaves the bond without that slave); netcfg does what the file says, as
+    ifupdown with ifenslave does (docs/compat.md)."""
+    for p in list(pending.values()):
+        if p.section != IFACE or not any(r.name == BOND_MASTER for r in p.raws):
+            continue
+        kept = []
+        for raw in p.raws:
+            if raw.name != BOND_MASTER:
+                kept.append(raw)
+                continue
+            bond = pending.get((IFACE, p.netns, raw.value))
+            if bond is None or not any(r.name == "bond-slaves" or
+                                       (r.name.startswith("bond-") and r.name != BOND_MASTER)
+                                       for r in bond.raws):
+                where = f"namespace {p.netns}" if p.netns else "the host namespace"
+                report.error(raw.loc, f"{p.name}: bond-master names {raw.value}, which is not "
+                             f"a bond declared in {where}; declare 'iface {raw.value}' with "
+                             f"bond-slaves (or bond-mode)", BOND_MASTER)
+                continue
+            bond.raws.append(RawAttribute("bond-slaves", p.name, raw.loc))
+        p.raws = kept
 
 
 def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
@@ -200,6 +228,13 @@ class _ObjectBuilder:
             if spec.repeatable:
                 obj.attrs[name] = obj.attrs[name] + value
                 return
+            if name in MERGED_LINES:
+                # ifupdown2 joins every line's ports (lib/addon.py
+                # _get_ifaceobj_bridge_ports), skipping 'none'; a port
+                # written twice is one port.
+                have = [v for v in obj.attrs[name] if v != "none"]
+                obj.attrs[name] = have + [v for v in value if v not in have and v != "none"]
+                return
             self.report.error(raw.loc, f"{obj.label()}: {name} is given twice (first at "
                               f"{obj.locs[name]}); write it once" +
                               (", listing all values on one line" if spec.type == "array" else ""),
@@ -207,6 +242,11 @@ class _ObjectBuilder:
             return
         obj.attrs[name] = value
         obj.locs[name] = raw.loc
+
+
+# Attributes whose several lines ifupdown2 merges into one list.
+# bond-slaves: one line per `bond-master` slave (_bond_master_to_slaves).
+MERGED_LINES = frozenset({"bridge-ports", "bond-slaves"})
 
 
 def _mark_auto(parsed: ParsedConfig, model: Model, report: Report) -> None:
