@@ -236,6 +236,10 @@ class Fleet:
             "MaxSessions 50",
             "MaxStartups 100",
             "LogLevel INFO",
+            # SSH sessions start with a clean environment: they get the test
+            # run's Python path, as the netcfgd started here does.
+            *([f"SetEnv PYTHONPATH={os.environ['PYTHONPATH']}"]
+              if os.environ.get("PYTHONPATH") else []),
             "",
         ]))
         libs = Path(self.sshd).parents[1] / "lib/x86_64-linux-gnu"   # libwrap, unpacked
