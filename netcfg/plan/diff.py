@@ -212,6 +212,20 @@ def port_vlans(port: ConfigObject, bridge: ConfigObject | None) -> PortVlans:
     return PortVlans(tuple(vids), pvid, tuple(_one(pvid)))
 
 
+def _keep_unwritten_pvid(want: PortVlans, had: PortVlans) -> PortVlans:
+    """A port's PVID is managed only where the config writes one (bridge-pvid
+    or bridge-access, on the port or its bridge). A bridge made with the
+    kernel's default (vlan_default_pvid 1, as ifupdown2 leaves it) has VLAN 1
+    as PVID, untagged, on every port: removing it on takeover cut untagged
+    traffic on every port of a switch (docs/compat.md), for a setting the
+    config never mentions."""
+    if want.pvid is not None or had.pvid is None or want is NO_VLANS:
+        return want
+    one = ((had.pvid, had.pvid),)
+    return PortVlans(tuple(_merge([*want.vids, *one])), had.pvid,
+                     tuple(_merge([*want.untagged, *one])))
+
+
 def vnis(obj: ConfigObject) -> list[Interval]:
     """VNIs of a vnifilter vxlan; [] for every other device."""
     return _map_side(obj, 1) if obj.attrs.get(VNIFILTER) else []
@@ -514,6 +528,7 @@ class _Diff:
         had_vlans = NO_VLANS
         if want_master == had_master and cur is not None:
             had_vlans = port_vlans(cur, c.ifaces.get(had_master))
+            want_vlans = _keep_unwritten_pvid(want_vlans, had_vlans)
         if want_vlans != had_vlans:
             self.vlans(key, want_vlans, had_vlans)
         want_tunnels = port_tunnels(obj, d.ifaces.get(want_master))

@@ -399,3 +399,16 @@ def test_gateway_read_back_as_a_default_route_is_the_same_route():
     current = model(iface("d", "dummy", route=[{"to": "0.0.0.0/0", "via": "192.0.2.1",
                                                 "dev": "d"}]))
     assert diff(desired, current) == []
+
+
+def test_a_pvid_the_config_does_not_write_is_left_alone():
+    """Takeover of a switch ifupdown2 configured: its ports have VLAN 1 as
+    PVID, untagged (the kernel's vlan_default_pvid); a config that writes no
+    bridge-pvid does not take it away (docs/compat.md)."""
+    same(diff(_bridge(["100-200"]), _bridge(["1", "100-200"], pvid=1)))
+    same(diff(_bridge(["100-201"]), _bridge(["1", "100-200"], pvid=1)),
+         (VLAN_ADD, "swp1", "", {"vids": ["201"]}))
+    # Written, it is managed: another pvid replaces it.
+    same(diff(_bridge(["100-200"], pvid=7), _bridge(["1", "100-200"], pvid=1)),
+         (VLAN_DEL, "swp1", "", {"vids": ["1"]}),
+         (VLAN_ADD, "swp1", "", {"vids": ["7"], "pvid": 7, "untagged": ["7"]}))
