@@ -85,8 +85,9 @@ def resolve(model: Model, session: KernelSession) -> Model:
         return model
     interfaces = dict(model.interfaces)
     for obj in devices:
+        peers = [parse_peer(text) for text in obj.attrs.get(PEER, ())]
         session.wireguard.endpointless[obj.key] = frozenset(
-            p.public_key for p in map(parse_peer, obj.attrs.get(PEER, ())) if not p.endpoint)
+            p.public_key for p in peers if not p.endpoint)
         path = obj.attrs.get(PRIVATE_KEY_FILE)
         if path is None:
             continue
@@ -97,6 +98,12 @@ def resolve(model: Model, session: KernelSession) -> Model:
         if written is not None and written != public:
             raise KeyFileError(f"{what}: the key in {path} has public key {public}, not the "
                                f"{PUBLIC_KEY} {written} the config gives; remove one of them")
+        if any(p.public_key == public for p in peers):
+            # The kernel drops a peer with the device's own key when the key
+            # is set (wg_noise_set_static_identity_private_key): refuse it here.
+            raise KeyFileError(f"{what}: the key in {path} is the private half of peer "
+                               f"{public}; a device cannot be its own peer. Use another key "
+                               f"file, or remove that peer")
         session.wireguard.private[public] = private
         attrs = {a: v for a, v in obj.attrs.items() if a != PRIVATE_KEY_FILE}
         attrs[PUBLIC_KEY] = public

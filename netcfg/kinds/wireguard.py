@@ -224,6 +224,11 @@ class Wireguard(Kind):
             canonical[peer.public_key] = peer
         # Sorted by key: the kernel lists peers in the order they were added.
         obj.attrs[PEER] = [canonical[k].text() for k in sorted(canonical)]
+        own = obj.attrs.get(PUBLIC_KEY)
+        if own in canonical:
+            # The kernel silently drops such a peer when the key is set.
+            report.error(where, f"{obj.label()}: {PEER} {own} is this device's own "
+                                f"{PUBLIC_KEY}; a device cannot be its own peer", PEER)
 
     def check_model(self, model: Model, report) -> None:
         ports: dict[tuple[str, int], ConfigObject] = {}

@@ -1,0 +1,233 @@
+"""WireGuard end to end, in the VM tier (the host kernel here has no
+CONFIG_WIREGUARD; Debian's 6.12 has the module).
+
+Two namespaces joined by a veth, a wireguard device in each with the other
+as its peer: apply, ping through the tunnel, read back (keys, peers), then
+`show | apply` and a second apply send nothing, a peer removed by hand
+(WG_CMD_SET_DEVICE with WGPEER_F_REMOVE_ME, as `wg set wg0 peer K remove`)
+is put back by apply and by netcfgd's periodic resync, and a failed apply
+reverts a key change.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from netcfg.apply.execute import ApplyFailed, apply, revert
+from netcfg.compile.emit import emit_model
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.kernel.genl import read_wireguard
+from netcfg.kinds.wireguard import key_text
+from netcfg.model.tags import NETNS_MARK
+from netcfg.netlink.wireguard import WG_GENL_NAME, get_device, parse_device, public_key, \
+    remove_peer
+
+
+def _kernel_has_wireguard() -> bool:
+    made = subprocess.run(["ip", "link", "add", "wgprobe0", "type", "wireguard"],
+                          capture_output=True)
+    subprocess.run(["ip", "link", "del", "wgprobe0"], capture_output=True)
+    return made.returncode == 0
+
+
+VM_TIER = pytest.mark.skipif(not _kernel_has_wireguard(),
+                             reason="VM tier: needs the wireguard module (make test-vm)")
+
+CONFIG = textwrap.dedent("""\
+    auto veth-a
+    iface veth-a
+        netns a
+        veth-peer-name veth-b
+        veth-peer-netns b
+        address 192.168.50.1/24
+    auto veth-b
+    iface veth-b
+        netns b
+        address 192.168.50.2/24
+
+    auto wg0
+    iface wg0
+        netns a
+        wireguard-private-key-file ${keys}/a.key
+        wireguard-listen-port 51820
+        wireguard-peer ${pub_b} allowed-ips 10.70.0.2/32 endpoint 192.168.50.2:51821
+        address 10.70.0.1/24
+    auto wg0
+    iface wg0
+        netns b
+        wireguard-private-key-file ${keys}/b.key
+        wireguard-listen-port 51821
+        wireguard-fwmark 7
+        wireguard-peer ${pub_a} allowed-ips 10.70.0.1/32,fd70::/64 persistent-keepalive 5
+        address 10.70.0.2/24
+    """)
+
+
+def ping(netns: str, address: str, tries: int = 10) -> bool:
+    assert shutil.which("ping"), "ping is not installed (iputils-ping; make test-vm installs it)"
+    for _ in range(tries):
+        if subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "1", "-W", "1", address],
+                          capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.3)
+    return False
+
+
+@pytest.fixture
+def keys(tmp_path):
+    """Two private keys in root-owned 0600 files; their public keys."""
+    folder = tmp_path / "keys"
+    folder.mkdir()
+    made = {}
+    for name in ("a", "b", "c"):
+        private = os.urandom(32)
+        path = folder / f"{name}.key"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, (key_text(private) + "\n").encode())
+        os.close(fd)
+        made[name] = (private, key_text(public_key(private)))
+    return folder, made
+
+
+def compile_text(tmp_path, text: str):
+    path = tmp_path / "wg.tmpl"
+    path.write_text(text)
+    return compile_config(ConfigSource(path=str(path))).model
+
+
+def config_text(keys) -> str:
+    folder, made = keys
+    return (CONFIG.replace("${keys}", str(folder)).replace("${pub_a}", made["a"][1])
+            .replace("${pub_b}", made["b"][1]))
+
+
+def read_device(session, netns: str):
+    sock = session.genl_socket(netns)
+    session.refresh_ifindexes([netns])
+    return parse_device(sock.dump(WG_GENL_NAME, get_device(session.ifindex(netns, "wg0"))))
+
+
+@VM_TIER
+def test_two_sites_apply_ping_show_and_repair(session, tmp_path, keys):
+    _folder, made = keys
+    model = compile_text(tmp_path, config_text(keys))
+    result = apply(model, session)
+    assert result.verified
+    assert ping("a", "10.70.0.2"), "no traffic through the tunnel a -> b"
+
+    # Read back from the kernel: the keys the files hold, the peers as written.
+    a, b = read_device(session, "a"), read_device(session, "b")
+    assert a.private_key is not None and key_text(a.public_key) == made["a"][1]
+    assert key_text(b.public_key) == made["b"][1] and b.listen_port == 51821 and b.fwmark == 7
+    assert [p.public_key for p in a.peers] == [made["b"][1]]
+    assert a.peers[0].allowed_ips == ("10.70.0.2/32",)
+    assert b.peers[0].allowed_ips == ("10.70.0.1/32", "fd70::/64")
+    assert b.peers[0].keepalive == 5
+    # b has no endpoint in the config: it learned a's from the handshake,
+    # which the diff leaves alone (roaming), so nothing is sent again.
+    assert b.peers[0].endpoint == "192.168.50.1:51820"
+    assert apply(model, session).requests == 0
+    # What netcfgd pays per pass for genl state: one GET_DEVICE dump a device.
+    state, runs = session.states["a"], 200
+    started = time.perf_counter()
+    for _ in range(runs):
+        read_wireguard(session.genl_socket("a"), state, session.wireguard)
+    print(f"wireguard read-back: {(time.perf_counter() - started) / runs * 1e6:.0f} us "
+          f"per device (GET_DEVICE dump, one peer, qemu TCG)")
+
+    # show | apply: printed with the public key, never the private one.
+    shown = emit_model(session.read(["", "a", "b"]), running=True, netns_mark=NETNS_MARK)
+    assert made["a"][1] in shown and key_text(made["a"][0]) not in shown
+    assert "wireguard-private-key-file" not in shown
+    again = apply(compile_config(ConfigSource(path="-", stdin_text=shown)).model, session)
+    assert again.verified and again.requests == 0, [op.describe() for op in again.plan.operations]
+
+    # A peer removed by hand comes back on the next apply, and traffic with it.
+    session.genl_socket("a").transact(WG_GENL_NAME, [remove_peer("wg0", base64.b64decode(made["b"][1]))])
+    assert read_device(session, "a").peers == []
+    repaired = apply(model, session)
+    assert repaired.verified and repaired.requests >= 1
+    assert [p.public_key for p in read_device(session, "a").peers] == [made["b"][1]]
+    assert ping("a", "10.70.0.2")
+
+
+@VM_TIER
+def test_a_changed_key_is_reverted_and_a_readable_key_file_refused(session, tmp_path, keys):
+    folder, made = keys
+    model = compile_text(tmp_path, config_text(keys))
+    assert apply(model, session).verified
+    # a's own key as its peer's: refused before anything is written (the
+    # kernel would silently drop the peer).
+    own = compile_text(tmp_path, config_text(keys).replace(f"{folder}/a.key",
+                                                           f"{folder}/b.key", 1))
+    with pytest.raises(Exception, match="cannot be its own peer"):
+        apply(own, session)
+    assert key_text(read_device(session, "a").public_key) == made["a"][1]
+    # a takes another key file: the plan carries its public key, never a key.
+    changed = compile_text(tmp_path, config_text(keys).replace(f"{folder}/a.key",
+                                                               f"{folder}/c.key", 1))
+    result = apply(changed, session)
+    assert result.verified
+    described = " ".join(op.describe() for op in result.plan.operations)
+    assert made["c"][1] in described and key_text(made["c"][0]) not in described
+    assert key_text(read_device(session, "a").public_key) == made["c"][1]
+    # The revert (apply --confirm's, unconfirmed) sets back the key a had:
+    # its private key was read back from the kernel before the change.
+    with pytest.raises(ApplyFailed, match="restored"):
+        revert(result, "not confirmed")
+    assert key_text(read_device(session, "a").public_key) == made["a"][1]
+    assert apply(model, session).requests == 0
+
+    # A key file others can read is refused before anything is written.
+    os.chmod(folder / "a.key", 0o644)
+    with pytest.raises(Exception, match="chmod 600"):
+        apply(model, session)
+
+
+@VM_TIER
+def test_netcfgd_puts_back_a_removed_peer(session, tmp_path, keys):
+    """netcfgd hears rtnetlink only; removing a peer sends nothing there, so
+    the periodic resync (--resync) is what finds the drift."""
+    _folder, made = keys
+    config = tmp_path / "etc"
+    config.mkdir()
+    (config / "wg.tmpl").write_text(config_text(keys))
+    assert apply(compile_text(tmp_path, config_text(keys)), session).verified
+    run_dir = tmp_path / "run"
+    log = open(tmp_path / "netcfgd.log", "wb")
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    notify.bind(str(tmp_path / "notify.sock"))
+    notify.settimeout(180)   # qemu without KVM on a loaded host starts Python slowly
+    daemon = subprocess.Popen([sys.executable, "-m", "netcfgd", "-c", str(config), "-v",
+                               "--resync", "2"], stdout=log, stderr=log, cwd="/",
+                              env={**os.environ, "NETCFG_RUN_DIR": str(run_dir),
+                                   "NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
+    try:
+        try:
+            while b"READY=1" not in notify.recv(65536):   # after its first pass
+                pass
+        except TimeoutError:
+            pytest.fail("netcfgd sent no READY=1:\n" + (tmp_path / "netcfgd.log").read_text())
+        session.genl_socket("a").transact(WG_GENL_NAME, [remove_peer("wg0", base64.b64decode(made["b"][1]))])
+        removed = time.monotonic()
+        while not read_device(session, "a").peers:
+            assert daemon.poll() is None, (tmp_path / "netcfgd.log").read_text()[-3000:]
+            assert time.monotonic() - removed < 60, \
+                "netcfgd did not put the peer back:\n" + (tmp_path / "netcfgd.log").read_text()[-3000:]
+            time.sleep(0.2)
+        print(f"peer put back by netcfgd {time.monotonic() - removed:.2f} s after its removal")
+        assert ping("a", "10.70.0.2")
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+        log.close()
+        notify.close()
