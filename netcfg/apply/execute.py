@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 from netcfg.apply import dhcp, wireguard
 from netcfg.apply.hooks import Hooks
 from netcfg.apply.resolver import Resolver
+from netcfg.apply.takeover import routes_to_replace
 from netcfg.apply.refusal import Refused, explain
 from netcfg.apply.routes import foreign_route_removals, restore_requests
 from netcfg.kernel.nl import NetlinkError
@@ -227,8 +228,13 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
     plan.notes.extend(bulk.notes)
     hooks = Hooks.for_plan(wanted, plan, scope.session.nsdir.path)
     plan.notes.extend(line for run in hooks.runs for line in run.describe())
+    # Another program's route in a slot a route-add wants (ifupdown2's
+    # gateway): replaced in place, and put back by a revert.
+    replaced = routes_to_replace(plan, scope.session)
     result = ApplyResult(plan, dry_run=dry_run, before=before, scope=scope,
                          purged_routes=scope.foreign_routes())
+    for netns, routes in replaced.items():
+        result.purged_routes.setdefault(netns, []).extend(routes)
     if dry_run or not plan.batches:
         result.verified = not plan.batches
         return result

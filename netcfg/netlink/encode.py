@@ -67,8 +67,9 @@ from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, pa
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
                                   IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_GROUP, IFLA_IFNAME, IFLA_LINK,
                                   IFLA_LINK_NETNSID, IFLA_MASTER, IFLA_NET_NS_FD, IFLA_PROTINFO,
-                                  NLA_F_NESTED, NLM_F_CREATE, NLM_F_EXCL, RT_SCOPE_HOST,
-                                  RT_SCOPE_LINK, RT_SCOPE_NOWHERE, RT_SCOPE_UNIVERSE, RT_TABLE_MAIN,
+                                  NLA_F_NESTED, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE,
+                                  RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_NOWHERE, RT_SCOPE_UNIVERSE,
+                                  RT_TABLE_MAIN,
                                   RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_PRIORITY, RTA_TABLE, Request,
                                   RTM_DELADDR, RTM_DELLINK, RTM_DELROUTE, RTM_DELTUNNEL,
                                   RTM_NEWADDR, RTM_NEWLINK, RTM_NEWROUTE, RTM_NEWTUNNEL,
@@ -426,7 +427,11 @@ def _addr_del(op: Operation, ctx: EncodeContext) -> list[Request]:
 
 
 # ---------------------------------------------------------------- routes
-ROUTE_PARAMS = ("to", "via", "dev", "table", "vrf", "metric")
+ROUTE_PARAMS = ("to", "via", "dev", "table", "vrf", "metric", "replace")
+# A route-add with "replace" takes over another program's route of the same
+# prefix, table and metric in one step (apply/takeover.py): NLM_F_REPLACE,
+# as `ip route replace`, where NLM_F_EXCL would answer EEXIST.
+REPLACE = NLM_F_CREATE | NLM_F_REPLACE
 
 
 def _route(op: Operation, ctx: EncodeContext, adding: bool) -> bytes:
@@ -466,7 +471,8 @@ def _route(op: Operation, ctx: EncodeContext, adding: bool) -> bytes:
 
 def _route_add(op: Operation, ctx: EncodeContext) -> list[Request]:
     """Equivalent to: `ip route add PREFIX [via GW] dev DEV [table T] [metric M] proto 110`."""
-    return [Request(RTM_NEWROUTE, CREATE, _route(op, ctx, adding=True), tag=op)]
+    flags = REPLACE if op.params.get("replace") else CREATE
+    return [Request(RTM_NEWROUTE, flags, _route(op, ctx, adding=True), tag=op)]
 
 
 def _route_del(op: Operation, ctx: EncodeContext) -> list[Request]:

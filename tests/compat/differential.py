@@ -23,7 +23,8 @@ file, and the state is read back:
   addresses dropped; netcfg's device group (it tags what it makes) ignored.
 
 The ifupdown2 sandbox also measures the takeover: after `ifup -a`, netcfg's
-`apply --dry-run --json` of the same file over what ifupdown2 configured;
+`apply --dry-run --json` of the same file over what ifupdown2 configured, then
+the apply itself (a failure counts as disruptive);
 each request that would disturb a working device (a removal, a link down, a
 device recreated or moved to another master) is counted.
 
@@ -203,7 +204,7 @@ def run_file(path: Path, kinds: set[str] | None = None) -> Outcome:
     disruptive, additions = classify_takeover(ifu.get("takeover_plan"), ifu["state"])
     out.takeover_disruptive, out.takeover_additions = disruptive, additions
     if ifu.get("takeover_error"):
-        out.takeover_disruptive.append("netcfg apply --dry-run failed: "
+        out.takeover_disruptive.append("netcfg apply (takeover) failed: "
                                        + ifu["takeover_error"][-300:])
     return out
 
@@ -355,6 +356,13 @@ def inner(spec_path: str) -> int:
             result["takeover_plan"] = json.loads(dry.stdout)["plan"]
         except ValueError:
             result["takeover_error"] = dry.stdout + dry.stderr
+        # Then the takeover itself: a plan can look additive and still be
+        # refused (a route-add answered EEXIST by ifupdown2's own route).
+        real = subprocess.run([*NETCFG, "apply", "-c", spec["file"]],
+                              capture_output=True, text=True, timeout=300)
+        if real.returncode != 0:
+            result["takeover_error"] = (f"exit {real.returncode}: "
+                                        + (real.stdout + real.stderr)[-300:])
     Path(spec["work"], "result.json").write_text(json.dumps(result))
     return 0
 

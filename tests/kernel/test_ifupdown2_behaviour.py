@@ -40,13 +40,25 @@ def link(name: str) -> dict:
     return json.loads(ip("-d", "-j", "link", "show", "dev", name))[0]
 
 
-def stand_in_port(name: str) -> None:
-    """A physical port: one end of a veth pair whose peer is up (carrier)."""
-    ip("link", "add", name, "type", "veth", "peer", "name", f"{name}-peer")
-    ip("link", "set", f"{name}-peer", "up")
+@pytest.fixture
+def stand_in_port():
+    """Makes a physical port: one end of a veth pair whose peer is up
+    (carrier); removed after the test (netcfg's fixture removes only what
+    netcfg made)."""
+    made = []
+
+    def make(name: str) -> None:
+        ip("link", "add", name, "type", "veth", "peer", "name", f"{name}-peer")
+        ip("link", "set", f"{name}-peer", "up")
+        made.append(name)
+
+    yield make
+    for name in made:
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
 
 
-def test_a_bridge_port_without_an_auto_line_comes_up_with_its_bridge(session, tmp_path):
+def test_a_bridge_port_without_an_auto_line_comes_up_with_its_bridge(session, tmp_path,
+                                                                    stand_in_port):
     """The silent outage of issue 12: eno1 was enslaved and left down while
     apply and query --check both said ok."""
     stand_in_port("eno1")
@@ -175,7 +187,7 @@ def test_dns_lines_go_to_the_namespaces_resolv_conf_and_the_hosts_resolver(
     assert apply(model, session).hooks == []
 
 
-def test_one_address_on_two_interfaces(session, tmp_path):
+def test_one_address_on_two_interfaces(session, tmp_path, stand_in_port):
     """An unnumbered /32 on two uplinks, and one IPv6 address on two links:
     the kernel takes both, and a second apply finds nothing to do."""
     stand_in_port("swp1")
@@ -199,3 +211,62 @@ def test_one_address_on_two_interfaces(session, tmp_path):
         assert {(a["local"], a["prefixlen"]) for a in info if a["scope"] == "global"} == {
             ("10.255.0.1", 32), ("2001:db8::1", 64)}
     assert len(apply(model, session).plan) == 0
+
+
+GATEWAY = textwrap.dedent("""\
+    auto eth0
+    iface eth0 inet static
+        address 192.168.10.2/24
+        gateway 192.168.10.1
+    """)
+
+
+def ifupdown2_was_here(stand_in_port) -> None:
+    """What ifupdown2 leaves for GATEWAY: its default route is `proto kernel onlink`."""
+    stand_in_port("eth0")
+    ip("link", "set", "eth0", "up")
+    ip("addr", "add", "192.168.10.2/24", "dev", "eth0")
+    ip("route", "add", "default", "via", "192.168.10.1", "dev", "eth0", "onlink",
+       "proto", "kernel")
+
+
+def default_routes() -> list[tuple[str, str]]:
+    return [(r["gateway"], r["protocol"])
+            for r in json.loads(ip("-j", "route", "show", "default"))]
+
+
+def test_takeover_replaces_ifupdown2s_default_route_in_place(session, tmp_path, stand_in_port):
+    """It was answered EEXIST and the apply reverted: netcfg apply failed on
+    every host ifupdown2 had configured with a gateway line."""
+    ifupdown2_was_here(stand_in_port)
+    path = tmp_path / "interfaces"
+    path.write_text(GATEWAY)
+    model = compile_config(ConfigSource(path=str(path))).model
+    dry = apply(model, session, dry_run=True)
+    assert [op.params for op in dry.plan.operations] == [
+        {"to": "0.0.0.0/0", "via": "192.168.10.1", "dev": "eth0", "replace": True}]
+    assert apply(model, session).verified
+    assert default_routes() == [("192.168.10.1", "110")]
+    assert main(["query", "--check", "-c", str(path)]) == 0
+
+
+def test_a_reverted_takeover_puts_the_replaced_route_back(session, tmp_path, monkeypatch,
+                                                          stand_in_port):
+    import netcfg.apply.execute as execute
+
+    ifupdown2_was_here(stand_in_port)
+    path = tmp_path / "interfaces"
+    path.write_text(GATEWAY + "\nauto eth1\niface eth1\n    link-type veth\n"
+                    "    veth-peer-name eth1p\n    address 10.0.0.1/24\n")
+    real = execute._transact
+
+    def failing_later(netns, ops, *args, **kwargs):
+        if any(op.action == "route-add" for op in ops):
+            real(netns, ops, *args, **kwargs)
+            raise OSError(5, "injected after the route was replaced")
+        return real(netns, ops, *args, **kwargs)
+
+    monkeypatch.setattr(execute, "_transact", failing_later)
+    with pytest.raises(ApplyFailed, match="previous state was restored"):
+        apply(compile_config(ConfigSource(path=str(path))).model, session)
+    assert default_routes() == [("192.168.10.1", "kernel")]
