@@ -72,7 +72,9 @@ def wanted_leases(model: Model) -> set[Lease]:
         attrs = obj.attrs
         # The common case first: most interfaces have no dhcp method at all.
         if (attrs.get("inet") == "dhcp" or attrs.get("inet6") == "dhcp") and is_up(obj):
-            leases.update(Lease(netns, name, family) for family in dhcp_owned(obj))
+            # Not the family SLAAC owns (inet6 auto): no client for it.
+            leases.update(Lease(netns, name, family) for family in dhcp_owned(obj)
+                          if obj.attrs.get("inet6" if family == "6" else "inet") == "dhcp")
     return leases
 
 

@@ -262,7 +262,7 @@ def document_schema() -> dict[str, Any]:
             "auto": {"type": "boolean", "description": "Brought up by apply (an `auto` line)."},
             "inet": {"enum": ["static", "manual", "loopback", "dhcp"],
                      "description": "IPv4 method from `iface NAME inet METHOD`."},
-            "inet6": {"enum": ["static", "manual", "loopback", "dhcp"],
+            "inet6": {"enum": ["static", "manual", "loopback", "dhcp", "auto"],
                       "description": "IPv6 method from `iface NAME inet6 METHOD`."},
         },
         "allOf": branches,

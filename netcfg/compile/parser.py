@@ -335,7 +335,9 @@ class _Parser:
                 "iface",
             )
             return []
-        if method is not None and method not in METHODS:
+        if method == "auto" and family == "inet6":
+            pass  # SLAAC: the kernel's accept_ra/autoconf defaults (docs/compat.md)
+        elif method is not None and method not in METHODS:
             report.error(
                 loc,
                 f"unsupported method '{method}' (supported: {', '.join(METHODS)})"

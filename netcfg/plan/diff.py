@@ -247,9 +247,13 @@ def is_up(obj: ConfigObject) -> bool:
 
 def dhcp_owned(obj: ConfigObject) -> set[str]:
     """The address families ("4", "6") a DHCP client configures on ``obj``
-    (method dhcp); netcfg leaves their addresses alone."""
-    return {family for method, family in (("inet", "4"), ("inet6", "6"))
-            if obj.attrs.get(method) == "dhcp"}
+    (method dhcp), or the kernel's SLAAC (`inet6 auto`); netcfg leaves their
+    addresses alone."""
+    owned = {family for method, family in (("inet", "4"), ("inet6", "6"))
+             if obj.attrs.get(method) == "dhcp"}
+    if obj.attrs.get("inet6") == "auto":
+        owned.add("6")
+    return owned
 
 
 def cycles_members(master: ConfigObject | None) -> bool:

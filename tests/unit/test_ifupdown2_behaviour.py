@@ -3,6 +3,7 @@ what an up device needs comes up with it, and what stays down is said."""
 
 from __future__ import annotations
 
+import copy
 import textwrap
 
 from netcfg.compile.pipeline import ConfigSource, compile_config
@@ -103,3 +104,21 @@ def test_daemon_only_attributes_are_refused_naming_the_daemon(tmp_path):
             raise AssertionError(f"{attribute} accepted")
         assert f"{tmp_path}/interfaces:4: error: br0: {attribute.split()[0]} is not supported" in text
         assert daemon in text
+
+
+def test_inet6_auto_leaves_the_slaac_addresses_to_the_kernel(tmp_path):
+    """`inet6 auto` is SLAAC, the kernel's defaults (accept_ra 1, autoconf 1):
+    what it configures is not netcfg's to remove; no DHCP client for it."""
+    from netcfg.apply.dhcp import wanted_leases
+    from netcfg.plan.diff import diff
+
+    result = compiled(tmp_path, """\
+        auto eth0
+        iface eth0 inet dhcp
+        iface eth0 inet6 auto
+        """)
+    model = result.model
+    current = copy.deepcopy(model)
+    current.iface("", "eth0").attrs["address"] = ["2001:db8::5054:ff:fe12:3456/64"]
+    assert [op.action for op in diff(model, current)] == []
+    assert {lease.family for lease in wanted_leases(model)} == {"4"}
