@@ -14,7 +14,7 @@ from functools import cache
 from netcfg.compile.values import format_value
 from netcfg.kinds import registry
 from netcfg.model.model import ConfigObject, Model
-from netcfg.schemas.spec import AttributeSpec, group_attributes
+from netcfg.schemas.spec import AttributeSpec, group_attributes, kernel_defaults
 
 INDENT = "    "
 # Interface fields printed on the iface line rather than as attributes.
@@ -24,11 +24,8 @@ _METHOD_FIELDS = ("inet", "inet6")
 # What the kernel gives every new device, left out of `netcfg show` (running
 # state reports them all): the diff manages only what a config writes, so
 # leaving them out changes nothing that `show | apply` does.
-KERNEL_DEFAULTS = {
-    "addr-gen-mode": "eui64", "disable-ipv6": False,
-    "bridge-stp": False, "bridge-mcsnoop": True, "bridge-ageing": 300,
-    "bridge-vlan-aware": False,
-}
+# Declared in the schemas ("x-netcfg-kernel": {"default": ...}).
+KERNEL_DEFAULTS = kernel_defaults()
 # A new device's MTU by kind; kinds not listed (vxlan: 1500 less its
 # headers, which depend on the underlay) always show theirs.
 DEFAULT_MTU = {"loopback": 65536, "vrf": 65575, "bridge": 1500, "veth": 1500,

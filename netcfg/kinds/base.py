@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
 
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ConfigObject, Model
+from netcfg.schemas.spec import INFO, kernel_mappings
 
 if TYPE_CHECKING:
     from netcfg.model.errors import Report
@@ -95,7 +96,8 @@ class Kind(Trait):
     traits: tuple[str, ...] = ("common", "bridge-port")
     # False for devices netcfg configures but never creates or deletes.
     creatable: bool = True
-    # A change to one of these means delete and re-create the device.
+    # A change to one of these means delete and re-create the device; the
+    # registry adds those the schema declares "mutable": false.
     immutable_attributes: frozenset[str] = frozenset()
     # Netlink IFLA_INFO_KIND, for reading back (netcfg/kernel).
     info_kind: str | None = None
@@ -126,8 +128,29 @@ class Kind(Trait):
                             loc=loc, auto=auto, implicit=True)
 
     def create_params(self, obj: ConfigObject) -> dict[str, Any]:
-        """What the planner puts into this device's create operation."""
-        return {}
+        """What the planner puts into this device's create operation: by
+        default the kind's declared IFLA_INFO_DATA attributes the config
+        writes (declared_params)."""
+        return declared_params(obj, self.name)
+
+    def read_back(self, attrs: dict[str, Any], notes: list[str], name: str) -> None:
+        """Adjust the attributes read from the kernel's IFLA_INFO_DATA (decoded
+        by the schema's declarations, netcfg/netlink/read_parse.py) where no
+        table can say: drop what has no meaning, note what has no spelling."""
+
+
+def declared_params(obj: ConfigObject, group: str, skip: Iterable[str] = ()) -> dict[str, Any]:
+    """{param: value} of the group's declared IFLA_INFO_DATA attributes that
+    ``obj`` writes and a create request carries, in schema order."""
+    attrs = obj.attrs
+    return {m.param: attrs[m.attribute] for m in kernel_mappings(group)
+            if m.place == INFO and m.at_create and m.attribute in attrs
+            and m.attribute not in skip}
+
+
+def declared_immutables(group: str) -> frozenset[str]:
+    """The group's attributes declared ``"mutable": false`` (a change re-creates)."""
+    return frozenset(m.attribute for m in kernel_mappings(group) if not m.mutable)
 
 
 def drop_own_netns(obj: ConfigObject, attribute: str) -> None:

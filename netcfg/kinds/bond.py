@@ -15,15 +15,12 @@ lacp rates (1 = fast), and bond-xmit_hash_policy (the parser maps _ to -).
 
 from __future__ import annotations
 
-from netcfg.kinds.base import SLAVE, Kind, Reference, iter_names
+from netcfg.kinds.base import SLAVE, Kind, Reference, declared_params, iter_names
 from netcfg.model.model import IFACE, ConfigObject, Model
 
 SLAVES = "bond-slaves"
 DEFAULT_MODE = "balance-rr"  # the kernel's default, and ifupdown2's
 LACP = "802.3ad"
-# Attribute -> kernel bond option name (IFLA_BOND_* as `ip link` spells them).
-OPTIONS = {"bond-mode": "mode", "bond-miimon": "miimon", "bond-lacp-rate": "lacp_rate",
-           "bond-min-links": "min_links", "bond-xmit-hash-policy": "xmit_hash_policy"}
 
 
 class Bond(Kind):
@@ -32,8 +29,8 @@ class Bond(Kind):
     info_kind = "bond"
     takes_rx_handler = True  # as a bridge: no macvlan on a slave (EBUSY)
     default_mtu = 1500  # ether_setup; slaves take the bond's
-    # The kernel refuses a mode change while the bond has slaves or is up.
-    immutable_attributes = frozenset({"bond-mode"})
+    # bond-mode is declared immutable in the schema: the kernel refuses a
+    # mode change while the bond has slaves or is up.
 
     def complete(self, obj: ConfigObject, report) -> None:
         # ifupdown2 writes `bond-slaves none` for a bond without slaves.
@@ -61,9 +58,12 @@ class Bond(Kind):
             seen.add(slave)
 
     def create_params(self, obj: ConfigObject) -> dict:
-        params = {"mode": DEFAULT_MODE}
-        params.update({key: obj.attrs[a] for a, key in OPTIONS.items() if a in obj.attrs})
-        return params
+        return {"mode": DEFAULT_MODE, **declared_params(obj, self.name)}
+
+    def read_back(self, attrs: dict, notes: list[str], name: str) -> None:
+        attrs.setdefault("bond-mode", DEFAULT_MODE)   # IFLA_BOND_MODE 0 may be left out
+        if attrs["bond-mode"] != LACP:
+            attrs.pop("bond-lacp-rate", None)   # valid in a config only with 802.3ad
 
 
 KIND = Bond()

@@ -14,7 +14,7 @@ that say nothing themselves (ifupdown2 semantics).
 
 from __future__ import annotations
 
-from netcfg.kinds.base import PORT, Kind, Reference, iter_names
+from netcfg.kinds.base import PORT, Kind, Reference, declared_params, iter_names
 from netcfg.model.model import IFACE, ConfigObject, Model
 
 # A Linux bridge holds at most this many ports (BR_MAX_PORTS - 1).
@@ -25,9 +25,9 @@ class Bridge(Kind):
     name = "bridge"
     defining_attributes = ("bridge-ports", "bridge-vlan-aware")
     info_kind = "bridge"
-    # Changing vlan filtering is possible live, but it rewrites every port's
-    # VLAN table; re-creating is clearer and is what ifupdown2 does.
-    immutable_attributes = frozenset({"bridge-vlan-aware"})
+    # bridge-vlan-aware is declared immutable in the schema: changing vlan
+    # filtering is possible live, but it rewrites every port's VLAN table;
+    # re-creating is clearer and is what ifupdown2 does.
     kernel_bytes = 60_000
     # The kernel sets a bridge's MTU to its smallest port's when a port joins,
     # unless the MTU was set by a change after creation (BROPT_MTU_SET_BY_USER;
@@ -77,18 +77,24 @@ class Bridge(Kind):
                                  f"the bridge", attribute)
 
     def create_params(self, obj: ConfigObject) -> dict:
-        params = {"vlan_filtering": obj.attrs.get("bridge-vlan-aware", False)}
-        for attribute, key in (("bridge-stp", "stp"), ("bridge-mcsnoop", "mcast_snooping"),
-                               ("bridge-mcast-vlan-snooping", "mcast_vlan_snooping"),
-                               ("bridge-ageing", "ageing_time")):
-            if attribute in obj.attrs:
-                params[key] = obj.attrs[attribute]
+        params = {"vlan_filtering": obj.attrs.get("bridge-vlan-aware", False),
+                  **declared_params(obj, self.name, skip=("bridge-vlan-aware",))}
         if params["vlan_filtering"]:
             # Ports get exactly the VLANs the config gives them: no implicit
             # untagged VLAN 1 on every port (kernel default_pvid 1).
             params["default_pvid"] = 0
         return params
 
+    def read_back(self, attrs: dict, notes: list[str], name: str) -> None:
+        # No IFLA_BR_VLAN_FILTERING: a kernel without CONFIG_BRIDGE_VLAN_FILTERING,
+        # whose bridges are never VLAN-aware.
+        if not attrs.setdefault("bridge-vlan-aware", False):
+            for attribute in _VLAN_AWARE_ONLY:
+                attrs.pop(attribute, None)   # only valid in a config on a VLAN-aware bridge
+
+
+# Read back only from a VLAN-aware bridge: a config may write them only there.
+_VLAN_AWARE_ONLY = ("bridge-mcast-vlan-snooping",)
 
 # Kinds the kernel never enslaves to a bridge (br_add_if).
 _NEVER_PORTS = frozenset({"loopback", "bridge"})

@@ -35,7 +35,8 @@ class Macvlan(Kind):
     defining_attributes = (RAW,)
     info_kind = "macvlan"
     # Neither can be changed on a live macvlan.
-    immutable_attributes = frozenset({RAW, RAW_NETNS, MODE})
+    # The id / mode and protocol are declared immutable in the schema.
+    immutable_attributes = frozenset({RAW, RAW_NETNS})
     kernel_bytes = 40_000
     # As a vlan: the lower device's MTU at creation, never bigger (EINVAL).
     mtu_from_lower = True

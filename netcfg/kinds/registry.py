@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from netcfg.kinds.base import Kind, Trait
+from netcfg.kinds.base import Kind, Trait, declared_immutables
 from netcfg.model.model import IFACE
 from netcfg.schemas.spec import group_attributes
 
@@ -25,6 +25,9 @@ def _load() -> tuple[dict[str, Kind], dict[str, Trait]]:
     kinds: dict[str, Kind] = {}
     for module in KIND_MODULES:
         kind = importlib.import_module(f"netcfg.kinds.{module}").KIND
+        declared = declared_immutables(kind.name) if kind.section == IFACE else frozenset()
+        if not declared <= kind.immutable_attributes:
+            kind.immutable_attributes = kind.immutable_attributes | declared
         kinds[kind.name] = kind
     traits: dict[str, Trait] = {}
     for module in TRAIT_MODULES:

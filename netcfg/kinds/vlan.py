@@ -59,7 +59,8 @@ class Vlan(Kind):
     defining_attributes = (RAW, VID)
     info_kind = "vlan"
     # The kernel cannot change a VLAN device's id, lower or protocol.
-    immutable_attributes = frozenset({RAW, RAW_NETNS, VID, PROTOCOL})
+    # The id / mode and protocol are declared immutable in the schema.
+    immutable_attributes = frozenset({RAW, RAW_NETNS})
     kernel_bytes = 40_000
     # Created with its lower device's MTU and never bigger (vlan_newlink,
     # vlan_dev_change_mtu): see common.effective_mtu.

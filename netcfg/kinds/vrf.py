@@ -65,8 +65,8 @@ class Vrf(Kind):
     # A VRF is an L3 master device, never a bridge port.
     traits = ("common",)
     info_kind = "vrf"
-    # The kernel has no way to move a VRF device to another table.
-    immutable_attributes = frozenset({TABLE})
+    # vrf-table is declared immutable in the schema: the kernel has no way to
+    # move a VRF device to another table.
     max_mtu = 65575  # IP6_MAX_MTU
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from netcfg.kinds.base import Kind
+from netcfg.kinds.base import Kind, declared_params
 from netcfg.model.model import ConfigObject, Model
 
 VNI, LOCAL, REMOTE, PORT = "vxlan-id", "vxlan-local-tunnelip", "vxlan-remoteip", "vxlan-port"
@@ -46,8 +46,8 @@ class Vxlan(Kind):
     name = "vxlan"
     defining_attributes = (VNI, VNIFILTER)
     info_kind = "vxlan"
-    # The kernel refuses to change these on an existing vxlan device.
-    immutable_attributes = frozenset({VNI, LOCAL, PORT, VNIFILTER})
+    # The kernel refuses to change vxlan-id, -local-tunnelip, -port and
+    # -vnifilter on an existing device: declared immutable in the schema.
     kernel_bytes = 42_000
     # Without a lower device (netcfg writes none) the kernel leaves 1500 and
     # allows up to 65535: it has no underlay MTU to subtract the overhead from.
@@ -130,13 +130,30 @@ class Vxlan(Kind):
             params.update(external=True, vnifilter=True)
         else:
             params["id"] = obj.attrs.get(VNI)
-        if LOCAL in obj.attrs:
-            params["local"] = obj.attrs[LOCAL]
+        declared = declared_params(obj, self.name, skip=(VNI, VNIFILTER, PORT, REMOTE))
+        if "local" in declared:
+            params["local"] = declared.pop("local")
         if obj.attrs.get(REMOTE):
             params["remote"] = obj.attrs[REMOTE][0]
-        if LEARNING in obj.attrs:
-            params["learning"] = obj.attrs[LEARNING]
+        params.update(declared)
         return params
+
+    def read_back(self, attrs: dict, notes: list[str], name: str) -> None:
+        if attrs.get(VNIFILTER):
+            attrs.pop(VNI, None)   # metadata mode: the VNIs are vni-add's
+        else:
+            attrs.pop(VNIFILTER, None)
+            if not attrs.get(VNI):
+                attrs.pop(VNI, None)
+                notes.append(f"{name}: an external vxlan without vnifilter has no netcfg "
+                             f"spelling")
+        remote = attrs.get(REMOTE)
+        if remote is not None:
+            if ipaddress.ip_address(remote).is_multicast:
+                del attrs[REMOTE]
+                notes.append(f"{name}: multicast group {remote} has no netcfg spelling")
+            else:
+                attrs[REMOTE] = [remote]   # a list of one in the config
 
 
 def _family(address: str) -> int:

@@ -6,11 +6,12 @@ needs are parsed (``parse_attrs(wanted=...)``); the rest of each message is
 skipped over (DESIGN.md "Kernel edge": pyroute2's full parse costs ~1 ms a
 link).
 
-Per-kind decoding is data: ``KIND_DATA`` maps an IFLA_INFO_KIND to the
-IFLA_INFO_DATA attributes to parse and a decoder giving that kind's schema
-attributes (netcfg/schemas/kinds/<kind>.json); ``SLAVE_DATA`` does the same for
-port settings. What a value cannot say in the schema's terms is noted, not
-guessed.
+Per-kind decoding is data derived from the schemas' declarations
+(``x-netcfg-kernel``, netlink/attrs.py): ``KIND_DATA`` maps an
+IFLA_INFO_KIND to the IFLA_INFO_DATA attributes to parse and a decoder
+giving that kind's schema attributes, each by its declared codec, then the
+kind's ``read_back`` hook; ``SLAVE_DATA`` does the same for port settings.
+What a value cannot say in the schema's terms is noted, not guessed.
 """
 
 from __future__ import annotations
@@ -20,36 +21,28 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
+from netcfg.kinds import registry
+from netcfg.kinds.base import Kind
+from netcfg.netlink.attrs import READ_INFO, READ_PORT
 from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-                                  BR_BOOLOPT_MCAST_VLAN_SNOOPING, BR_BOOLOPT_MULTI,
-                                  DEVCONF_DISABLE_IPV6, ETH_P_8021AD, ETH_P_8021Q, IFADDRMSG,
-                                  IFAPROT_KERNEL_LL, IFAPROT_KERNEL_LO, IFAPROT_KERNEL_RA,
-                                  IFA_ADDRESS, IFA_LOCAL, IFA_PROTO, IFINFOMSG, IFLA_ADDRESS,
-                                  IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE, IFLA_BOND_MIIMON,
-                                  IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE, IFLA_BOND_XMIT_HASH_POLICY,
+                                  DEVCONF_DISABLE_IPV6, IFADDRMSG, IFAPROT_KERNEL_LL,
+                                  IFAPROT_KERNEL_LO, IFAPROT_KERNEL_RA, IFA_ADDRESS, IFA_LOCAL,
+                                  IFA_PROTO, IFINFOMSG, IFLA_ADDRESS, IFLA_AF_SPEC,
                                   IFLA_BRIDGE_VLAN_INFO, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
-                                  IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_BRPORT_LEARNING,
-                                  IFLA_BR_AGEING_TIME, IFLA_BR_MCAST_SNOOPING,
-                                  IFLA_BR_MULTI_BOOLOPT, IFLA_BR_STP_STATE, IFLA_BR_VLAN_FILTERING,
-                                  IFLA_EXT_MASK, IFLA_GROUP, IFLA_IFALIAS, IFLA_IFNAME,
-                                  IFLA_INET6_ADDR_GEN_MODE, IFLA_INET6_CONF, IFLA_INFO_DATA,
-                                  IFLA_INFO_KIND, IFLA_INFO_SLAVE_DATA, IFLA_INFO_SLAVE_KIND,
-                                  IFLA_LINK, IFLA_LINKINFO, IFLA_LINK_NETNSID, IFLA_MACVLAN_MODE,
-                                  IFLA_MASTER, IFLA_MTU, IFLA_VLAN_ID, IFLA_VLAN_PROTOCOL,
-                                  IFLA_VRF_TABLE, IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6,
-                                  IFLA_VXLAN_ID, IFLA_VXLAN_LEARNING, IFLA_VXLAN_LOCAL,
-                                  IFLA_VXLAN_LOCAL6, IFLA_VXLAN_PORT, IFLA_VXLAN_VNIFILTER,
+                                  IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_EXT_MASK, IFLA_GROUP,
+                                  IFLA_IFALIAS, IFLA_IFNAME, IFLA_INET6_ADDR_GEN_MODE,
+                                  IFLA_INET6_CONF, IFLA_INFO_DATA, IFLA_INFO_KIND,
+                                  IFLA_INFO_SLAVE_DATA, IFLA_INFO_SLAVE_KIND, IFLA_LINK,
+                                  IFLA_LINKINFO, IFLA_LINK_NETNSID, IFLA_MASTER, IFLA_MTU,
                                   IN6_ADDR_GEN_MODE_EUI64, IN6_ADDR_GEN_MODE_NONE,
                                   IN6_ADDR_GEN_MODE_RANDOM, IN6_ADDR_GEN_MODE_STABLE_PRIVACY,
-                                  MACVLAN_MODE_BRIDGE, MACVLAN_MODE_PASSTHRU, MACVLAN_MODE_PRIVATE,
-                                  MACVLAN_MODE_SOURCE, MACVLAN_MODE_VEPA, NLA_TYPE_MASK, RTATTR,
-                                  RTA_DST, RTA_GATEWAY, RTA_MULTIPATH, RTA_OIF, RTA_PRIORITY,
-                                  RTA_SRC, RTA_TABLE, RTEXT_FILTER_BRVLAN_COMPRESSED, RTMSG,
-                                  RT_TABLE_MAIN, S32, attr_str, attr_u32, ifinfomsg, parse_attrs,
-                                  rtattr_u32)
+                                  NLA_TYPE_MASK, RTATTR, RTA_DST, RTA_GATEWAY, RTA_MULTIPATH,
+                                  RTA_OIF, RTA_PRIORITY, RTA_SRC, RTA_TABLE,
+                                  RTEXT_FILTER_BRVLAN_COMPRESSED, RTMSG, RT_TABLE_MAIN, S32,
+                                  attr_str, attr_u32, ifinfomsg, parse_attrs, rtattr_u32)
 
 # Link attributes the model needs; the rest of each RTM_NEWLINK is skipped.
 LINK_WANTED = frozenset({IFLA_IFNAME, IFLA_MTU, IFLA_ADDRESS, IFLA_IFALIAS, IFLA_MASTER,
@@ -68,11 +61,9 @@ _KERNEL_MADE = frozenset({IFAPROT_KERNEL_LO, IFAPROT_KERNEL_RA, IFAPROT_KERNEL_L
 DEFAULT_METRIC = {AF_INET: 0, AF_INET6: 1024}
 _DEFAULT_ROUTE = {AF_INET: "0.0.0.0/0", AF_INET6: "::/0"}
 _ADDR_LEN = {AF_INET: 4, AF_INET6: 16}
-USER_HZ = 100   # IFLA_BR_AGEING_TIME is in clock_t
 
 _U8 = struct.Struct("=B")
 _U16 = struct.Struct("=H")
-_BE16 = struct.Struct("!H")
 
 
 # ---------------------------------------------------------------- wire helpers
@@ -99,10 +90,6 @@ def _u16(value: memoryview) -> int:
     return _U16.unpack_from(value)[0]
 
 
-def _be16(value: memoryview) -> int:
-    return _BE16.unpack_from(value)[0]
-
-
 def _mac(value: memoryview) -> str | None:
     raw = bytes(value)
     if len(raw) != 6 or not any(raw):
@@ -116,134 +103,46 @@ def _ip(value: memoryview | bytes) -> str:
 
 
 # ---------------------------------------------------------------- per-kind INFO_DATA
+# Decoding is derived from the schemas' declarations (netlink/attrs.py
+# READ_INFO, READ_PORT): each IFLA_INFO_DATA attribute parsed is one schema
+# attribute, by its codec; then the kind's read_back hook says what no table
+# can (a vxlan's VNI in metadata mode, a bond's LACP rate outside 802.3ad).
 
-def _bridge(data: dict[int, memoryview]) -> dict[str, Any]:
-    attrs: dict[str, Any] = {}
-    # No IFLA_BR_VLAN_FILTERING: a kernel without CONFIG_BRIDGE_VLAN_FILTERING,
-    # whose bridges are never VLAN-aware.
-    aware = IFLA_BR_VLAN_FILTERING in data and bool(_u8(data[IFLA_BR_VLAN_FILTERING]))
-    attrs["bridge-vlan-aware"] = aware
-    if IFLA_BR_STP_STATE in data:
-        attrs["bridge-stp"] = attr_u32(data[IFLA_BR_STP_STATE]) != 0
-    if IFLA_BR_MCAST_SNOOPING in data:
-        attrs["bridge-mcsnoop"] = bool(_u8(data[IFLA_BR_MCAST_SNOOPING]))
-    if IFLA_BR_AGEING_TIME in data:
-        # clock_t -> jiffies -> clock_t rounds (300 s reads back as 30000, but
-        # 12345 centiseconds as 12344): whole seconds are what the schema has.
-        attrs["bridge-ageing"] = round(attr_u32(data[IFLA_BR_AGEING_TIME]) / USER_HZ)
-    if aware and IFLA_BR_MULTI_BOOLOPT in data:
-        # Only meaningful (and only valid in a config) on a VLAN-aware bridge.
-        optval, _mask = BR_BOOLOPT_MULTI.unpack_from(data[IFLA_BR_MULTI_BOOLOPT])
-        attrs["bridge-mcast-vlan-snooping"] = bool(optval & (1 << BR_BOOLOPT_MCAST_VLAN_SNOOPING))
-    return attrs
-
-
-_VLAN_PROTOCOLS = {ETH_P_8021Q: "802.1q", ETH_P_8021AD: "802.1ad"}
+def _table_decoder(table: dict[int, tuple[str, Callable[[memoryview], Any]]],
+                   read_back: Callable[..., None] | None):
+    def decode(data: dict[int, memoryview], notes: list[str], name: str) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        for number, (attribute, decode_value) in table.items():   # schema order
+            value = data.get(number)
+            if value is not None:
+                decoded = decode_value(value)
+                if decoded is not None:
+                    attrs[attribute] = decoded
+        if read_back is not None:
+            read_back(attrs, notes, name)
+        return attrs
+    return decode
 
 
-def _vlan(data: dict[int, memoryview]) -> dict[str, Any]:
-    attrs: dict[str, Any] = {}
-    if IFLA_VLAN_ID in data:
-        attrs["vlan-id"] = _u16(data[IFLA_VLAN_ID])
-    if IFLA_VLAN_PROTOCOL in data:
-        protocol = _be16(data[IFLA_VLAN_PROTOCOL])
-        if protocol in _VLAN_PROTOCOLS:
-            attrs["vlan-protocol"] = _VLAN_PROTOCOLS[protocol]
-    return attrs
-
-
-def _vxlan(data: dict[int, memoryview], notes: list[str], name: str) -> dict[str, Any]:
-    attrs: dict[str, Any] = {}
-    if IFLA_VXLAN_VNIFILTER in data and _u8(data[IFLA_VXLAN_VNIFILTER]):
-        attrs["vxlan-vnifilter"] = True
-    elif IFLA_VXLAN_ID in data and attr_u32(data[IFLA_VXLAN_ID]):
-        attrs["vxlan-id"] = attr_u32(data[IFLA_VXLAN_ID])
-    else:
-        notes.append(f"{name}: an external vxlan without vnifilter has no netcfg spelling")
-    local = data.get(IFLA_VXLAN_LOCAL, data.get(IFLA_VXLAN_LOCAL6))
-    if local is not None:
-        attrs["vxlan-local-tunnelip"] = _ip(local)
-    group = data.get(IFLA_VXLAN_GROUP, data.get(IFLA_VXLAN_GROUP6))
-    if group is not None:
-        address = _ip(group)
-        if _is_multicast(bytes(group)):
-            notes.append(f"{name}: multicast group {address} has no netcfg spelling")
-        else:
-            attrs["vxlan-remoteip"] = [address]
-    if IFLA_VXLAN_PORT in data:
-        attrs["vxlan-port"] = _be16(data[IFLA_VXLAN_PORT])
-    if IFLA_VXLAN_LEARNING in data:
-        attrs["vxlan-learning"] = bool(_u8(data[IFLA_VXLAN_LEARNING]))
-    return attrs
-
-
-def _is_multicast(raw: bytes) -> bool:
-    return (raw[0] & 0xF0) == 0xE0 if len(raw) == 4 else raw[0] == 0xFF
-
-
-_MACVLAN_MODES = {MACVLAN_MODE_PRIVATE: "private", MACVLAN_MODE_VEPA: "vepa",
-                  MACVLAN_MODE_BRIDGE: "bridge", MACVLAN_MODE_PASSTHRU: "passthru",
-                  MACVLAN_MODE_SOURCE: "source"}
-
-
-def _macvlan(data: dict[int, memoryview]) -> dict[str, Any]:
-    mode = attr_u32(data[IFLA_MACVLAN_MODE]) if IFLA_MACVLAN_MODE in data else None
-    return {"macvlan-mode": _MACVLAN_MODES[mode]} if mode in _MACVLAN_MODES else {}
-
-
-# linux/if_bonding.h BOND_MODE_*, BOND_XMIT_POLICY_*; the schema's enums in order.
-_BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad",
-               "balance-tlb", "balance-alb")
-_BOND_HASHES = ("layer2", "layer3+4", "layer2+3", "encap2+3", "encap3+4", "vlan+srcmac")
-
-
-def _bond(data: dict[int, memoryview]) -> dict[str, Any]:
-    attrs: dict[str, Any] = {}
-    mode = _u8(data[IFLA_BOND_MODE]) if IFLA_BOND_MODE in data else 0
-    if mode < len(_BOND_MODES):
-        attrs["bond-mode"] = _BOND_MODES[mode]
-    if IFLA_BOND_MIIMON in data:
-        attrs["bond-miimon"] = attr_u32(data[IFLA_BOND_MIIMON])
-    if IFLA_BOND_AD_LACP_RATE in data and attrs.get("bond-mode") == "802.3ad":
-        # Valid in a config only with 802.3ad (kinds/bond.py check).
-        attrs["bond-lacp-rate"] = ("slow", "fast")[_u8(data[IFLA_BOND_AD_LACP_RATE]) & 1]
-    if IFLA_BOND_MIN_LINKS in data:
-        attrs["bond-min-links"] = attr_u32(data[IFLA_BOND_MIN_LINKS])
-    if IFLA_BOND_XMIT_HASH_POLICY in data:
-        policy = _u8(data[IFLA_BOND_XMIT_HASH_POLICY])
-        if policy < len(_BOND_HASHES):
-            attrs["bond-xmit-hash-policy"] = _BOND_HASHES[policy]
-    return attrs
-
-
-def _vrf(data: dict[int, memoryview]) -> dict[str, Any]:
-    return {"vrf-table": attr_u32(data[IFLA_VRF_TABLE])} if IFLA_VRF_TABLE in data else {}
-
-
-def _with_notes(decode: Callable[[dict[int, memoryview]], dict[str, Any]]):
-    return lambda data, notes, name: decode(data)
+def _kind_tables():
+    hooks = {k.info_kind: k for k in registry.interface_kinds() if k.info_kind}
+    kinds: dict[str, tuple[frozenset[int], Callable[..., dict[str, Any]]]] = {}
+    for info_kind, table in READ_INFO.items():
+        kind = hooks.get(info_kind)
+        hook = kind.read_back if kind is not None and type(kind).read_back is not \
+            Kind.read_back else None
+        kinds[info_kind] = (frozenset(table), _table_decoder(table, hook))
+    return kinds
 
 
 # IFLA_INFO_KIND -> (IFLA_INFO_DATA attributes to parse, decoder). A kind
 # missing here has no attributes of its own to read (veth, dummy).
-KIND_DATA: dict[str, tuple[frozenset[int], Callable[..., dict[str, Any]]]] = {
-    "bridge": (frozenset({IFLA_BR_VLAN_FILTERING, IFLA_BR_STP_STATE, IFLA_BR_MCAST_SNOOPING,
-                          IFLA_BR_AGEING_TIME, IFLA_BR_MULTI_BOOLOPT}), _with_notes(_bridge)),
-    "vlan": (frozenset({IFLA_VLAN_ID, IFLA_VLAN_PROTOCOL}), _with_notes(_vlan)),
-    "vxlan": (frozenset({IFLA_VXLAN_ID, IFLA_VXLAN_VNIFILTER, IFLA_VXLAN_LOCAL, IFLA_VXLAN_LOCAL6,
-                         IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6, IFLA_VXLAN_PORT,
-                         IFLA_VXLAN_LEARNING}), _vxlan),
-    "macvlan": (frozenset({IFLA_MACVLAN_MODE}), _with_notes(_macvlan)),
-    "bond": (frozenset({IFLA_BOND_MODE, IFLA_BOND_MIIMON, IFLA_BOND_AD_LACP_RATE,
-                        IFLA_BOND_MIN_LINKS, IFLA_BOND_XMIT_HASH_POLICY}), _with_notes(_bond)),
-    "vrf": (frozenset({IFLA_VRF_TABLE}), _with_notes(_vrf)),
-}
+KIND_DATA = _kind_tables()
 
 # IFLA_INFO_SLAVE_KIND -> (IFLA_INFO_SLAVE_DATA attributes, decoder): port settings.
+_port = _table_decoder(READ_PORT, None)
 SLAVE_DATA: dict[str, tuple[frozenset[int], Callable[[dict[int, memoryview]], dict[str, Any]]]] = {
-    "bridge": (frozenset({IFLA_BRPORT_LEARNING}),
-               lambda d: {"bridge-learning": bool(_u8(d[IFLA_BRPORT_LEARNING]))}
-               if IFLA_BRPORT_LEARNING in d else {}),
+    "bridge": (frozenset(READ_PORT), lambda d: _port(d, [], "")),
 }
 
 _ADDR_GEN_MODES = {IN6_ADDR_GEN_MODE_EUI64: "eui64", IN6_ADDR_GEN_MODE_NONE: "none",

@@ -12,6 +12,10 @@ Keywords starting with ``x-netcfg-`` are ours; jsonschema ignores them:
   x-netcfg-syntax   name of a value parser in netcfg.compile.values for values
                     that are not plain words (routes, vlan lists, portals)
   x-netcfg-aliases  {"written": "canonical"}: accepted spellings
+  x-netcfg-kernel   how the value reaches the kernel and is read back (KernelMapping):
+                    {"place": "link"|"info"|"port"|"sysctl", "nla": "IFLA_BR_STP_STATE",
+                     "codec": "bool32", "default": false, "mutable": false, ...};
+                    netcfg.netlink.attrs derives its tables from these
 """
 
 from __future__ import annotations
@@ -51,6 +55,86 @@ class AttributeSpec:
     def aliases(self) -> dict[str, str]:
         return self.schema.get("x-netcfg-aliases", {})
 
+    @property
+    def kernel(self) -> "KernelMapping | None":
+        return kernel_mapping(self.group, self.name)
+
+
+# Places an attribute reaches the kernel by: an IFLA_* of the link, an
+# attribute of the kind's IFLA_INFO_DATA, a bridge port option
+# (IFLA_PROTINFO / IFLA_INFO_SLAVE_DATA), or a /proc/sys file.
+LINK, INFO, PORT, SYSCTL = "link", "info", "port", "sysctl"
+_MAPPING_KEYS = frozenset({"place", "nla", "nla6", "codec", "choices", "width", "bit", "default",
+                           "reset", "mutable", "at_create", "param", "path", "omit_false",
+                           "devconf"})
+
+
+@dataclass(frozen=True, slots=True)
+class KernelMapping:
+    """An attribute's ``x-netcfg-kernel``: the one place it is tied to the kernel.
+
+    ``nla``/``nla6``: the attribute's kernel name (by address family for
+    ``nla6``); ``codec``: how its value is written and read
+    (netcfg/netlink/codecs.py; ``choices``/``width``/``bit`` parametrise
+    it); ``default``: what a new device has (``show`` leaves it out; a
+    link-set of a removed attribute sends it back, unless ``reset`` says
+    otherwise or there is no default); ``mutable`` false: a change re-creates
+    the device; ``at_create`` false: a create request does not carry it (it
+    goes right after); ``param``: its key in a link-add's params (iproute2's
+    word, what `plan` prints); ``path``: a sysctl's path with IF for the
+    device; ``omit_false``: not sent when false (the kernel may not know it).
+    """
+
+    attribute: str
+    group: str
+    place: str
+    nla: str | None = None
+    nla6: str | None = None
+    codec: str = "u32"
+    choices: tuple[tuple[str, int], ...] = ()
+    width: str = "u32"
+    bit: int = 0
+    default: Any = None
+    has_default: bool = False
+    reset: Any = None
+    has_reset: bool = False
+    mutable: bool = True
+    at_create: bool = True
+    param: str = ""
+    path: str = ""
+    omit_false: bool = False
+    devconf: str = ""
+
+
+@cache
+def kernel_mapping(group: str, attribute: str) -> KernelMapping | None:
+    raw = group_schema(group).get("properties", {}).get(attribute, {}).get("x-netcfg-kernel")
+    if raw is None:
+        return None
+    unknown = set(raw) - _MAPPING_KEYS
+    if unknown or raw.get("place") not in (LINK, INFO, PORT, SYSCTL):
+        what = f"unknown keys {', '.join(sorted(unknown))}" if unknown else "no valid place"
+        raise ValueError(f"{group}.json {attribute}: x-netcfg-kernel has {what}")
+    return KernelMapping(
+        attribute, group, raw["place"], raw.get("nla"), raw.get("nla6"), raw.get("codec", "u32"),
+        tuple(raw.get("choices", {}).items()), raw.get("width", "u32"), raw.get("bit", 0),
+        raw.get("default"), "default" in raw, raw.get("reset"), "reset" in raw,
+        raw.get("mutable", True), raw.get("at_create", True), raw.get("param", attribute),
+        raw.get("path", ""), raw.get("omit_false", False), raw.get("devconf", ""))
+
+
+@cache
+def kernel_defaults() -> dict[str, Any]:
+    """Attribute -> what the kernel gives every new device (declared ``default``)."""
+    return {m.attribute: m.default for group in all_groups() for m in kernel_mappings(group)
+            if m.has_default}
+
+
+@cache
+def kernel_mappings(group: str) -> tuple[KernelMapping, ...]:
+    """The declared mappings of a group's attributes, in schema order."""
+    return tuple(m for m in (kernel_mapping(group, a) for a in group_attributes(group)) if m)
+
 
 def schema_dir():
     return resources.files("netcfg.schemas")
@@ -85,7 +169,8 @@ def all_groups() -> list[str]:
 _SIMPLE_KEYWORDS = frozenset({
     "type", "enum", "const", "pattern", "minimum", "maximum", "minLength", "maxLength",
     "items", "properties", "required", "additionalProperties", "description",
-    "x-netcfg-repeat", "x-netcfg-syntax", "x-netcfg-aliases", "title", "default",
+    "x-netcfg-repeat", "x-netcfg-syntax", "x-netcfg-aliases", "x-netcfg-kernel", "title",
+    "default",
 })
 
 _TYPES = {
