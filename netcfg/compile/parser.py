@@ -34,6 +34,8 @@ METHODS = ("dhcp", "loopback", "manual", "static")
 # One `[a-b]` range, or a product of them in one name, may not expand to more
 # than this many names: a typo like swp[1-100000] should be an error, not a hang.
 MAX_RANGE = 65536
+# Attribute names ifupdown2 takes for others ("aliases" in its addons).
+ATTRIBUTE_ALIASES = {"bridge-trunk": "bridge-vids"}
 # Includes nested deeper than this are surely a loop through symlinks.
 MAX_SOURCE_DEPTH = 32
 
@@ -220,6 +222,7 @@ class _Parser:
                 attributes = current[0].attributes if current and len(current) == 1 else None
                 continue
             attr = head.replace("_", "-") if "_" in head else head
+            attr = ATTRIBUTE_ALIASES.get(attr, attr)
             if attr in COMMAND_ATTRIBUTES:
                 rest = rest.strip()  # a shell command: its spacing is the shell's
             elif "  " in rest or "\t" in rest:
