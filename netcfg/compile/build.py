@@ -26,6 +26,7 @@ from netcfg.schemas.spec import AttributeSpec, group_attributes, value_checker
 PLACEMENT_ATTRIBUTE = "netns"
 KIND_ATTRIBUTE = "link-type"
 BOND_MASTER = "bond-master"   # the slave's side of bond-slaves (compile/build.py)
+ADDRESS_VIRTUAL = "address-virtual"   # VRR: macvlans (_address_virtual_to_macvlans)
 
 
 @dataclass(slots=True)
@@ -49,13 +50,60 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     for stanza in parsed.stanzas:
         _merge(stanza, pending, report)
     _bond_master_to_slaves(pending, report)
+    virtual = _address_virtual_to_macvlans(pending, report)
     builder = _ObjectBuilder(report)
     for p in pending.values():
         obj = builder.build(p)
         if obj is not None:
             model.section(obj.section)[obj.key if obj.section == IFACE else obj.name] = obj
     _mark_auto(parsed, model, report)
+    for key, parent in virtual.items():
+        obj, lower = model.interfaces.get(key), model.interfaces.get(parent)
+        if obj is not None and lower is not None:
+            obj.auto = lower.auto   # up with the interface that wrote it
     return model
+
+
+def _address_virtual_to_macvlans(pending: dict, report: Report) -> dict:
+    """`address-virtual MAC IP...` (VRR) on X: the macvlan devices
+    ifupdown2's addressvirtual addon makes, with its names (X's first 13
+    characters, dots as dashes, then -v and the line's index: vlan13-v0),
+    mode private, the MAC (unless 'none'), the addresses, X's vrf and mtu.
+    Returns {macvlan key: X's key}, so each comes up with X."""
+    made: dict[tuple[str, str], tuple[str, str]] = {}
+    for p in list(pending.values()):
+        if p.section != IFACE or not any(r.name == ADDRESS_VIRTUAL for r in p.raws):
+            continue
+        prefix = p.name[:13].replace(".", "-") + "-v"
+        inherited = [r for r in p.raws if r.name in ("vrf", "mtu")]
+        kept, index = [], 0
+        for raw in p.raws:
+            if raw.name != ADDRESS_VIRTUAL:
+                kept.append(raw)
+                continue
+            words = raw.value.split()
+            if not words:
+                report.error(raw.loc, f"{p.name}: address-virtual needs a MAC address (or "
+                             f"'none') and addresses", ADDRESS_VIRTUAL)
+                continue
+            name = f"{prefix}{index}"
+            index += 1
+            if (IFACE, p.netns, name) in pending:
+                report.error(raw.loc, f"{p.name}: address-virtual makes {name}, which is "
+                             f"declared too; rename that interface", ADDRESS_VIRTUAL)
+                continue
+            macvlan = _Pending(IFACE, name, p.netns, raw.loc, netns_loc=p.netns_loc)
+            macvlan.raws = [RawAttribute("macvlan-raw-device", p.name, raw.loc),
+                            RawAttribute("macvlan-mode", "private", raw.loc)]
+            if words[0].lower() != "none":
+                macvlan.raws.append(RawAttribute("hwaddress", words[0].lower(), raw.loc))
+            macvlan.raws += [RawAttribute("address", " ".join(words[1:]), raw.loc)] \
+                if words[1:] else []
+            macvlan.raws += [RawAttribute(r.name, r.value, raw.loc) for r in inherited]
+            pending[(IFACE, p.netns, name)] = macvlan
+            made[(p.netns, name)] = (p.netns, p.name)
+        p.raws = kept
+    return made
 
 
 def _bond_master_to_slaves(pending: dict, report: Report) -> None:

@@ -7,8 +7,6 @@ these the error also says what to do instead.
 from __future__ import annotations
 
 EXPLANATIONS = {
-    "address-virtual": "VRR MAC-VLAN interfaces are not supported; declare a macvlan "
-                       "(macvlan-raw-device) with hwaddress and address instead",
     "vrf-default-route": "netcfg installs no implicit routes in VRF tables; write them "
                          "with 'route ... vrf NAME'",
     "bond-use-carrier": "the kernel removed use_carrier semantics; bond-miimon is enough",

@@ -270,3 +270,30 @@ def test_a_reverted_takeover_puts_the_replaced_route_back(session, tmp_path, mon
     with pytest.raises(ApplyFailed, match="previous state was restored"):
         apply(compile_config(ConfigSource(path=str(path))).model, session)
     assert default_routes() == [("192.168.10.1", "kernel")]
+
+
+def test_address_virtual_makes_ifupdown2s_macvlans(session, tmp_path, stand_in_port):
+    """VRR: one macvlan per address-virtual line, named as ifupdown2's
+    addressvirtual addon names them (NAME-vINDEX; a dot in NAME becomes a
+    dash: tests/golden), private mode, the MAC and addresses."""
+    stand_in_port("uplink")
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent("""\
+        auto uplink
+        iface uplink
+            address 10.1.13.2/24
+            address-virtual 44:39:39:FF:00:13 10.1.13.1/24
+            address-virtual none 10.1.14.1/24
+        """))
+    model = compile_config(ConfigSource(path=str(path))).model
+    assert apply(model, session).verified
+    v0, v1 = link("uplink-v0"), link("uplink-v1")
+    assert (v0["linkinfo"]["info_kind"], v0["linkinfo"]["info_data"]["mode"]) == (
+        "macvlan", "private")
+    assert v0["link"] == "uplink" and "UP" in v0["flags"]
+    assert v0["address"] == "44:39:39:ff:00:13"
+    assert v1["address"] != v0["address"]
+    for dev, want in (("uplink-v0", "10.1.13.1"), ("uplink-v1", "10.1.14.1")):
+        info = json.loads(ip("-j", "addr", "show", "dev", dev))[0]["addr_info"]
+        assert [a["local"] for a in info if a["family"] == "inet"] == [want]
+    assert len(apply(model, session).plan) == 0
