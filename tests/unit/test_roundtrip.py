@@ -78,6 +78,8 @@ SYNTAX = {
 
 def value_strategy(spec: AttributeSpec):
     schema = spec.schema
+    if spec.syntax == "string" and spec.type == "array":   # a line per item (wireguard-peer)
+        return st.lists(SYNTAX["string"], min_size=1, max_size=3)
     if spec.syntax in SYNTAX:
         return SYNTAX[spec.syntax]
     if "enum" in schema:

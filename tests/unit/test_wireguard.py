@@ -144,3 +144,32 @@ def test_encode_creates_the_device_and_leaves_genl_params_to_the_applier():
     assert K1.encode() not in request.payload
     changed = Operation(LINK_SET, "", "wg0", params={"wireguard-listen-port": 51821})
     assert encode(changed, StaticContext(ifindexes={("", "wg0"): 7})) == []
+
+
+# A real WG_CMD_GET_DEVICE answer, captured in the VM tier (Debian's 6.12,
+# tests/vm/test_vm_wireguard.py prints it): device b of that test, with a
+# throwaway key pair made for the run. Its peer's endpoint was learned from
+# the handshake; the kernel lists the peer's allowed IPs in its trie's order.
+CAPTURED_GET_DEVICE = bytes.fromhex(
+    "00010000060006006dca000008000700070000000800010012000000080002007767300024000300c021047d"
+    "9aad53d4f69ec254c69e7de1174a7ea46d99a902379327037992a74d240004000289f35c048d9e5191d3165a"
+    "8da7fd88fda4f32a6ba4e53518616db5d27fc42fe8000880e40000802400010073c8ad02a0ad98292858de15"
+    "ec2686c262ca72a82de9d63f25526926781f4b1b240002000000000000000000000000000000000000000000"
+    "000000000000000000000000140006006e44066b00000000d07dc8060000000006000500050000000c000800"
+    "fc000000000000000c000700140100000000000008000a0001000000140004000200ca6cc0a8320100000000"
+    "00000000480009801c00008005000300200000000600010002000000080002000a4600012800008005000300"
+    "40000000060001000a00000014000200fd700000000000000000000000000000")
+
+
+def test_a_captured_kernel_answer_decodes():
+    device = parse_device([CAPTURED_GET_DEVICE])
+    assert (device.ifname, device.listen_port, device.fwmark) == ("wg0", 51821, 7)
+    # Our X25519 agrees with the kernel's on the key pair it holds.
+    assert public_key(device.private_key) == device.public_key
+    peer, = device.peers
+    assert peer.allowed_ips == ("10.70.0.1/32", "fd70::/64")
+    assert (peer.endpoint, peer.keepalive) == ("192.168.50.1:51820", 5)
+    attrs = device_attributes(device, endpoints_unmanaged={peer.public_key})
+    assert attrs["wireguard-peer"] == [f"{peer.public_key} allowed-ips 10.70.0.1/32,fd70::/64 "
+                                       f"persistent-keepalive 5"]
+    assert key_text(device.private_key) not in repr(attrs)

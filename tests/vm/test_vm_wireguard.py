@@ -26,6 +26,7 @@ from netcfg.apply.execute import ApplyFailed, apply, revert
 from netcfg.compile.emit import emit_model
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.genl import read_wireguard
+from netcfg.kernel.read import read_namespace
 from netcfg.kinds.wireguard import key_text
 from netcfg.model.tags import NETNS_MARK
 from netcfg.netlink.wireguard import WG_GENL_NAME, get_device, parse_device, public_key, \
@@ -136,13 +137,23 @@ def test_two_sites_apply_ping_show_and_repair(session, tmp_path, keys):
     # which the diff leaves alone (roaming), so nothing is sent again.
     assert b.peers[0].endpoint == "192.168.50.1:51820"
     assert apply(model, session).requests == 0
-    # What netcfgd pays per pass for genl state: one GET_DEVICE dump a device.
+    # What netcfgd pays per pass for genl state: one GET_DEVICE dump a device,
+    # against the rtnetlink read of the same namespace (links, addresses, routes).
     state, runs = session.states["a"], 200
     started = time.perf_counter()
     for _ in range(runs):
         read_wireguard(session.genl_socket("a"), state, session.wireguard)
-    print(f"wireguard read-back: {(time.perf_counter() - started) / runs * 1e6:.0f} us "
-          f"per device (GET_DEVICE dump, one peer, qemu TCG)")
+    genl_us = (time.perf_counter() - started) / runs * 1e6
+    started = time.perf_counter()
+    for _ in range(runs):
+        read_namespace(session.socket("a"), "a")
+    rtnl_us = (time.perf_counter() - started) / runs * 1e6
+    print(f"\nwireguard read-back: {genl_us:.0f} us per device (GET_DEVICE dump, one peer); "
+          f"rtnetlink read of its namespace (4 links): {rtnl_us:.0f} us (qemu TCG)")
+    # A real GET_DEVICE answer, for tests/unit/test_wireguard.py (throwaway keys).
+    sock = session.genl_socket("b")
+    print("CAPTURE", *(p.hex() for p in sock.dump(WG_GENL_NAME,
+                                                  get_device(session.ifindex("b", "wg0")))))
 
     # show | apply: printed with the public key, never the private one.
     shown = emit_model(session.read(["", "a", "b"]), running=True, netns_mark=NETNS_MARK)
