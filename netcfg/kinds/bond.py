@@ -21,6 +21,7 @@ from netcfg.model.model import IFACE, ConfigObject, Model
 SLAVES = "bond-slaves"
 DEFAULT_MODE = "balance-rr"  # the kernel's default, and ifupdown2's
 LACP = "802.3ad"
+GRAT_ARP, UNSOL_NA = "bond-num-grat-arp", "bond-num-unsol-na"
 
 
 class Bond(Kind):
@@ -36,6 +37,18 @@ class Bond(Kind):
         # ifupdown2 writes `bond-slaves none` for a bond without slaves.
         if obj.attrs.get(SLAVES) == ["none"]:
             obj.attrs[SLAVES] = []
+        # The kernel's use_carrier is always on now: 1 is what it does (the
+        # schema refuses 0), so there is nothing to send or read back.
+        obj.attrs.pop("bond-use-carrier", None)
+        # Two ifupdown2 names of one kernel setting (num_peer_notif).
+        if UNSOL_NA in obj.attrs:
+            value = obj.attrs.pop(UNSOL_NA)
+            loc = obj.locs.pop(UNSOL_NA, obj.loc)
+            if obj.attrs.setdefault(GRAT_ARP, value) != value:
+                report.error(loc, f"{obj.label()}: {UNSOL_NA} {value} and {GRAT_ARP} "
+                                  f"{obj.attrs[GRAT_ARP]} are one kernel setting "
+                                  f"(num_peer_notif); write one", UNSOL_NA)
+            obj.locs.setdefault(GRAT_ARP, loc)
 
     def references(self, obj: ConfigObject):
         loc = obj.where(SLAVES)
@@ -49,6 +62,21 @@ class Bond(Kind):
                          f"{obj.label()}: bond-lacp-rate applies to LACP bonds, but bond-mode "
                          f"is {mode}; write 'bond-mode {LACP}' or remove bond-lacp-rate",
                          "bond-lacp-rate")
+        miimon = obj.attrs.get("bond-miimon", 0)
+        for delay in ("bond-updelay", "bond-downdelay"):
+            value = obj.attrs.get(delay)
+            if not value:
+                continue
+            if not miimon:
+                # bond_option_updelay_set: EPERM without MII monitoring.
+                report.error(obj.where(delay), f"{obj.label()}: {delay} needs bond-miimon "
+                                               f"(the kernel refuses it without)", delay)
+            elif value % miimon:
+                # The kernel rounds it down to a multiple, which would read back different.
+                report.error(obj.where(delay), f"{obj.label()}: {delay} {value} is not a "
+                                               f"multiple of bond-miimon {miimon}; the kernel "
+                                               f"would round it down to "
+                                               f"{value - value % miimon}", delay)
         seen: set[str] = set()
         for slave in iter_names(obj.attrs.get(SLAVES)):
             if slave in seen:

@@ -19,6 +19,9 @@ from netcfg.model.model import IFACE, ConfigObject, Model
 
 # A Linux bridge holds at most this many ports (BR_MAX_PORTS - 1).
 MAX_PORTS = 1023
+FORWARD_DELAY, HASH_ELASTICITY = "bridge-fd", "bridge-hashel"
+STP_FORWARD_DELAY = (2, 30)   # BR_MIN_FORWARD_DELAY, BR_MAX_FORWARD_DELAY in seconds
+KERNEL_HASH_ELASTICITY = 16   # RHT_ELASTICITY: what the kernel reports whatever is set
 
 
 class Bridge(Kind):
@@ -41,6 +44,14 @@ class Bridge(Kind):
     def complete(self, obj: ConfigObject, report) -> None:
         if obj.attrs.get("bridge-ports") == ["none"]:
             obj.attrs["bridge-ports"] = []  # ifupdown2: a bridge without ports
+        hashel = obj.attrs.get(HASH_ELASTICITY)
+        if hashel is not None and hashel != KERNEL_HASH_ELASTICITY:
+            # The kernel accepts the attribute and keeps 16 (br_multicast,
+            # since Linux 5.0): taken as 16, so that the read-back matches.
+            report.warning(obj.where(HASH_ELASTICITY),
+                           f"{obj.label()}: {HASH_ELASTICITY} {hashel} has no effect: the "
+                           f"kernel's is always {KERNEL_HASH_ELASTICITY}", HASH_ELASTICITY)
+            obj.attrs[HASH_ELASTICITY] = KERNEL_HASH_ELASTICITY
 
     def references(self, obj: ConfigObject):
         loc = obj.where("bridge-ports")
@@ -67,6 +78,15 @@ class Bridge(Kind):
             if device is not None and device.kind in _NEVER_PORTS:
                 _report_port(obj, device, report)
         _warn_mtu_above_ports(obj, model, report)
+        if obj.attrs.get("bridge-stp"):
+            # With STP on the kernel refuses a forward delay outside 2-30 s
+            # (br_set_forward_delay, ERANGE); with it off it keeps any.
+            fd = obj.attrs.get(FORWARD_DELAY)
+            if fd is not None and not STP_FORWARD_DELAY[0] <= fd <= STP_FORWARD_DELAY[1]:
+                report.error(obj.where(FORWARD_DELAY),
+                             f"{obj.label()}: {FORWARD_DELAY} {fd} is outside the "
+                             f"{STP_FORWARD_DELAY[0]}-{STP_FORWARD_DELAY[1]} seconds the kernel "
+                             f"allows with bridge-stp yes", FORWARD_DELAY)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
         if not vlan_aware:
             for attribute in ("bridge-vids", "bridge-pvid", "bridge-access",

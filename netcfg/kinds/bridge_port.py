@@ -14,8 +14,13 @@ from __future__ import annotations
 
 from netcfg.kinds.base import Trait
 from netcfg.model.model import ConfigObject, Model
+from netcfg.schemas.spec import PORT, kernel_mappings
 
-PORT_ATTRIBUTES = ("bridge-vids", "bridge-pvid", "bridge-access", "bridge-learning")
+# VLAN settings need a VLAN-aware bridge; port options (the schema's
+# declared IFLA_BRPORT_* attributes) any bridge.
+VLAN_ATTRIBUTES = ("bridge-vids", "bridge-pvid", "bridge-access")
+PORT_OPTIONS = tuple(m.attribute for m in kernel_mappings("bridge-port") if m.place == PORT)
+PORT_ATTRIBUTES = (*VLAN_ATTRIBUTES, *PORT_OPTIONS)
 
 
 class BridgePort(Trait):
@@ -36,7 +41,7 @@ class BridgePort(Trait):
             report.error(obj.where(written[0]),
                          f"{obj.label()}: {written[0]} applies to bridge ports, but no bridge "
                          f"lists {obj.name} in bridge-ports", written[0])
-        elif written[0] != "bridge-learning" and not master.attrs.get("bridge-vlan-aware"):
+        elif written[0] in VLAN_ATTRIBUTES and not master.attrs.get("bridge-vlan-aware"):
             report.error(obj.where(written[0]),
                          f"{obj.label()}: {written[0]} needs bridge {master.name} to be "
                          f"VLAN-aware (bridge-vlan-aware yes)", written[0])

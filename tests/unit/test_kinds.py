@@ -109,7 +109,13 @@ def test_schema_is_valid_and_every_property_described(filename):
         if "x-netcfg-syntax" in sub:
             assert sub["x-netcfg-syntax"] in syntax_names(), f"{filename}: {path}"
         for canonical in sub.get("x-netcfg-aliases", {}).values():
-            assert canonical in sub["enum"], f"{filename}: {path} alias -> {canonical}"
+            if sub.get("type") == "integer":
+                # A word for a number (bridge-mcrouter yes = 1, vxlan-ttl auto = 0).
+                number = int(canonical)
+                assert sub.get("minimum", number) <= number <= sub.get("maximum", number) \
+                    and number in sub.get("enum", [number]), f"{filename}: {path} -> {canonical}"
+            else:
+                assert canonical in sub["enum"], f"{filename}: {path} alias -> {canonical}"
 
 
 @pytest.mark.parametrize("module", registry.KIND_MODULES)
