@@ -14,7 +14,7 @@ from __future__ import annotations
 from netcfg.kinds.base import Kind
 from netcfg.model.model import VOLUME, ConfigObject, Model
 
-BACKING, SIZE = "backing", "size"
+BACKING, SIZE, UBLK = "backing", "size", "ublk"
 SECTOR = 512  # the block layer's unit; iSCSI and ublk both count in it
 # The largest file Linux can address (off_t), in whole sectors: what the
 # data path can serve. A file system may allow less (ext4: 16T); that is
@@ -40,6 +40,13 @@ class Volume(Kind):
                          f"{obj.label()}: {BACKING} '{backing}' is a relative path; write an "
                          f"absolute one (/srv/volumes/{obj.name}.img): netcfgd does not run in "
                          f"the directory of the config", BACKING)
+        if obj.attrs.get(UBLK) is True:
+            # Refused until netcfgd serves ublk: an accepted attribute that
+            # does nothing would be a silent failure.
+            report.error(obj.where(UBLK),
+                         f"{obj.label()}: '{UBLK} yes' is not served yet: netcfgd exports "
+                         f"volumes over iSCSI only (a target's 'lun N {obj.name}'); remove "
+                         f"the line or write '{UBLK} no'", UBLK)
         size = obj.attrs.get(SIZE)
         if size is not None and (size <= 0 or size % SECTOR):
             report.error(obj.where(SIZE),
@@ -55,7 +62,7 @@ class Volume(Kind):
         _check_shared_backing(model, report)
 
     def create_params(self, obj: ConfigObject) -> dict:
-        return {k: obj.attrs[k] for k in (BACKING, SIZE, "ublk") if k in obj.attrs}
+        return {k: obj.attrs[k] for k in (BACKING, SIZE, UBLK) if k in obj.attrs}
 
 
 def _check_shared_backing(model: Model, report) -> None:
