@@ -48,13 +48,6 @@ class Volume(Kind):
                          f"{obj.label()}: {BACKING} '{backing}' is a relative path; write an "
                          f"absolute one (/srv/volumes/{obj.name}.img): netcfgd does not run in "
                          f"the directory of the config", BACKING)
-        if obj.attrs.get(UBLK) is True:
-            # Refused until netcfgd serves ublk: an accepted attribute that
-            # does nothing would be a silent failure.
-            report.error(obj.where(UBLK),
-                         f"{obj.label()}: '{UBLK} yes' is not served yet: netcfgd exports "
-                         f"volumes over iSCSI only (a target's 'lun N {obj.name}'); remove "
-                         f"the line or write '{UBLK} no'", UBLK)
         for attr in UBLK_TUNING:
             if attr in obj.attrs and obj.attrs.get(UBLK) is not True:
                 report.error(obj.where(attr),

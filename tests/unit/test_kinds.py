@@ -573,13 +573,11 @@ def test_volume_checks():
     assert [e[1] for e in run_check(empty)] == ["size"]
 
 
-def test_volume_ublk_yes_is_refused_until_served():
-    v = obj("db1", "volume", {"backing": "/srv/db1.img", "ublk": True}, section=VOLUME)
-    assert run_check(v) == [(3, "ublk", (
-        "db1: 'ublk yes' is not served yet: netcfgd exports volumes over iSCSI only (a "
-        "target's 'lun N db1'); remove the line or write 'ublk no'"))]
-    assert run_check(obj("db1", "volume", {"backing": "/srv/db1.img", "ublk": False},
-                         section=VOLUME)) == []
+def test_volume_ublk_yes_is_accepted():
+    v = obj("db1", "volume", {"backing": "/srv/db1.img", "ublk": True, "ublk-id": 3,
+                              "ublk-queues": 2, "ublk-depth": 32, "ublk-owner": "1000:1000"},
+            section=VOLUME)
+    assert run_check(v) == []
 
 
 def test_volume_ublk_tuning_needs_ublk_and_a_numeric_owner():
