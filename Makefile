@@ -307,6 +307,22 @@ bench: bench-compile
 bench-compile: bench-deps venv
 	$(PY) bench/compile/run.py --netcfg $(NETCFG)
 
+# bench/ublk (docs/benchmarks.md): netcfgd's ublk devices against the loop
+# device, libublk's loop example and netcfgd's iSCSI, in the VM tier's kernel
+# (the host's has no ublk). Release builds of the data path and of the
+# example (its source is the libublk crate cargo already fetched).
+LIBUBLK_VERSION := 0.4.8
+LIBUBLK_SRC := .cache/libublk-$(LIBUBLK_VERSION)
+.PHONY: bench-ublk
+bench-ublk: vm-deps iscsi-initiator
+	@if [ "$$(id -u)" != 0 ]; then echo "bench-ublk: needs root"; exit 1; fi
+	cd daemon/dataplane && nice -n 10 cargo build --release -q
+	@test -d $(LIBUBLK_SRC) || cp -a $$(ls -d $${CARGO_HOME:-$$HOME/.cargo}/registry/src/*/libublk-$(LIBUBLK_VERSION) | head -n 1) $(LIBUBLK_SRC)
+	cd $(LIBUBLK_SRC) && nice -n 10 cargo build --release -q --example loop
+	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 1500 vng --run $$kernel --disable-kvm \
+	  --memory 2G --cpus 2 --exec "unshare --mount --propagation private $(CURDIR)/$(PY) bench/ublk/run.py"
+
 # netcfgd: storm passes, CPU per 1000 events, repair latency (root; sandboxed by itself)
 bench-storm: venv
 	$(PY) bench/storm/run.py

@@ -307,7 +307,7 @@ def test_dropping_a_device_in_use_is_refused_then_done_once_free(tmp_path):
     holds it, and it goes once nothing does."""
     from netcfg.compile.model import Model
     from netcfgd._dataplane import Dataplane
-    from netcfgd.dataplane import TargetService
+    from netcfgd.dataplane import Outcome, TargetService
     from netcfgd.ublk import UblkService, holders
 
     model = compile_config(ConfigSource(path=str(volume_config(tmp_path)))).model
@@ -315,8 +315,11 @@ def test_dropping_a_device_in_use_is_refused_then_done_once_free(tmp_path):
     service, ublk = TargetService(dp), UblkService(dp, logging.getLogger("test"))
     holder = None
     try:
-        service.apply(model)
-        ublk.add_wanted(model)
+        out = Outcome()
+        assert service.apply(model).errors == []
+        ublk.add_wanted(model, out)
+        assert out.errors == [] and out.changes == [
+            f"ublk: volume v1: /dev/ublkb{ublk.served['v1'][1]} added (/dev/netcfg/v1)"]
         dev_id = ublk.served["v1"][1]
         dev = f"/dev/ublkb{dev_id}"
         run(["mkfs.ext4", "-q", "-F", dev])
@@ -324,16 +327,20 @@ def test_dropping_a_device_in_use_is_refused_then_done_once_free(tmp_path):
         mnt.mkdir()
         empty = Model()
 
-        def drop() -> None:
-            ublk.remove_dropped(empty)
-            service.apply(empty, pinned=frozenset(ublk.pinned()))
+        def drop() -> Outcome:
+            done = Outcome()
+            ublk.remove_dropped(empty, done)
+            applied = service.apply(empty, pinned=frozenset(ublk.pinned()))
+            assert done.errors == [] and applied.errors == []     # kept is not an error
+            done.changes += applied.changes
+            return done
 
         for how, script in (("mounted", f"mount {dev} {mnt}; echo ready; exec sleep 600"),
                             ("open", f"exec 3<{dev}; echo ready; exec sleep 600")):
             holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh",
                                        "-euc", script], stdout=subprocess.PIPE, text=True)
             assert holder.stdout.readline().strip() == "ready"
-            drop()
+            assert drop().changes == []
             assert os.path.exists(dev) and os.path.lexists("/dev/netcfg/v1")
             if how == "mounted":
                 expected = f"mounted on {mnt} (mount namespace of pid {holder.pid})"
@@ -357,9 +364,9 @@ def test_dropping_a_device_in_use_is_refused_then_done_once_free(tmp_path):
             holder = None
             wait_for("the holder to let go", lambda: not holders(dev_id))
             if how == "mounted":
-                ublk.remove_dropped(model)  # the config asks for it again: served as it is
+                ublk.remove_dropped(model, Outcome())   # the config asks for it again
                 assert ublk.kept == {} and ublk.served["v1"][1] == dev_id
-        drop()
+        assert drop().changes == [f"ublk: volume v1: {dev} removed", "volume v1: closed"]
         assert ublk.served == {} and ublk.kept == {}
         assert not os.path.exists(dev) and not os.path.lexists("/dev/netcfg/v1")
         assert "v1" not in dp.stats()["volumes"]
