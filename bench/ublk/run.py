@@ -75,7 +75,7 @@ def use_release_build(tmp: Path) -> None:
     if not RELEASE_SO.exists():
         sys.exit(f"{RELEASE_SO} is missing: make bench-ublk builds it")
     pkg = tmp / "release" / "netcfgd"
-    shutil.copytree(ROOT / "daemon/netcfgd", pkg, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    shutil.copytree(ROOT / "netcfgd", pkg, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     shutil.copy(RELEASE_SO, pkg / "_dataplane.abi3.so")
     sys.path.insert(0, str(pkg.parent))
     import netcfgd._dataplane as dp
