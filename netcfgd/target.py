@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 
-from netcfg.compile.model import Model
+from netcfg.model.model import Model
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.ns import NetnsDir
 from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, NetcfgError

@@ -28,7 +28,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from netcfg.compile.model import Model
+from netcfg.model.model import Model
 
 LINK_DIR = "/dev/netcfg"
 DEFAULT_QUEUES, DEFAULT_DEPTH = 1, 64

@@ -264,7 +264,7 @@ def test_status_text_names_failures_and_drift():
 
 
 def test_status_text_shows_ublk_devices_and_a_kernel_without_ublk():
-    from netcfg.client import _storage_lines
+    from netcfg.cli.client import _storage_lines
     lines = _storage_lines({"error": None, "targets": [], "ublk": {
         "unavailable": "/dev/ublk-control is missing: ... (module ublk_drv, ...)",
         "devices": [

@@ -47,7 +47,7 @@ import test_vm_iscsi as iscsi
 # open-iscsi's world for the cross test: fixtures shared with test_vm_iscsi.py.
 from test_vm_iscsi import iscsid, private_etc, tenants  # noqa: F401
 
-from netcfg.compile import ConfigSource, compile_config
+from netcfg.compile.pipeline import ConfigSource, compile_config
 
 SETTLE_S = 120
 VOLUME_BYTES = 128 << 20
@@ -305,7 +305,7 @@ def test_dropping_a_device_in_use_is_refused_then_done_once_free(tmp_path):
     volume while its device is mounted in another mount namespace, then
     while a process has it open; each time the device stays and says what
     holds it, and it goes once nothing does."""
-    from netcfg.compile.model import Model
+    from netcfg.model.model import Model
     from netcfgd._dataplane import Dataplane
     from netcfgd.dataplane import Outcome, TargetService
     from netcfgd.ublk import UblkService, holders
