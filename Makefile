@@ -97,7 +97,15 @@ daemon-deps: venv
 	@$(PY) -c 'import systemd.daemon' 2>/dev/null || $(PY) -m pip install -q 'systemd-python>=234' \
 	  || echo "daemon-deps: systemd-python did not build (needs libsystemd-dev, pkg-config)"
 
+# The extension's build needs libclang (libublk's bindgen, src/ublk.rs).
+BUILD_PACKAGES := libclang-dev
 $(STAMP): setup.cfg pyproject.toml
+	@missing=$$(for p in $(BUILD_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing Debian packages to build the data path: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $$missing >/dev/null; \
+	elif [ -n "$$missing" ]; then echo "the data path needs: apt-get install $$missing"; exit 1; fi
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
 	  echo "python3 -m venv failed; installing python3-venv"; \
 	  apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(VENV); }
@@ -116,11 +124,12 @@ test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane tes
 # tests/kernel_env.py refuses to run anywhere else. Without root it skips.
 # The VM tier: what the host kernel cannot do (8021q, dummy, vrf, bonding,
 # bridge VLAN filtering; lowering proved by traffic; the open-iscsi initiator
-# against netcfgd's target, which needs iscsi_tcp), in Debian's 6.12 kernel
+# against netcfgd's target, which needs iscsi_tcp; ublk devices, ublk_drv;
+# fio verifies them), in Debian's 6.12 kernel
 # booted with virtme-ng under qemu (TCG: ~40 s to boot). Root only; inside the
 # VM the tests run in a private network namespace as on the host.
 VM_KERNEL_PKG := linux-image-6.12-amd64
-VM_PACKAGES := $(VM_KERNEL_PKG) qemu-system-x86 busybox-static iputils-ping
+VM_PACKAGES := $(VM_KERNEL_PKG) qemu-system-x86 busybox-static iputils-ping fio
 # The two test_read.py tests stay beside the read-back helpers they share.
 VM_TESTS := tests/vm \
 	tests/kernel/test_read.py::test_vlan_aware_bridge_port_vlans_and_vni_map \
@@ -267,7 +276,7 @@ fuzz: venv
 # package itself (that goes into the test's root filesystem only).
 .PHONY: deb-deps deb test-deb
 DEB_PACKAGES := debhelper dh-python pybuild-plugin-pyproject python3-all python3-setuptools \
-	python3-wheel python3-mako python3-jsonschema cargo-web rustc-web fakeroot git \
+	python3-wheel python3-mako python3-jsonschema cargo-web rustc-web libclang-dev fakeroot git \
 	lintian debootstrap qemu-system-x86 $(VM_KERNEL_PKG) e2fsprogs
 deb-deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -297,6 +306,22 @@ bench: bench-compile
 
 bench-compile: bench-deps venv
 	$(PY) bench/compile/run.py --netcfg $(NETCFG)
+
+# bench/ublk (docs/benchmarks.md): netcfgd's ublk devices against the loop
+# device, libublk's loop example and netcfgd's iSCSI, in the VM tier's kernel
+# (the host's has no ublk). Release builds of the data path and of the
+# example (its source is the libublk crate cargo already fetched).
+LIBUBLK_VERSION := 0.4.8
+LIBUBLK_SRC := .cache/libublk-$(LIBUBLK_VERSION)
+.PHONY: bench-ublk
+bench-ublk: vm-deps iscsi-initiator
+	@if [ "$$(id -u)" != 0 ]; then echo "bench-ublk: needs root"; exit 1; fi
+	cd daemon/dataplane && nice -n 10 cargo build --release -q
+	@test -d $(LIBUBLK_SRC) || cp -a $$(ls -d $${CARGO_HOME:-$$HOME/.cargo}/registry/src/*/libublk-$(LIBUBLK_VERSION) | head -n 1) $(LIBUBLK_SRC)
+	cd $(LIBUBLK_SRC) && nice -n 10 cargo build --release -q --example loop
+	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 1500 vng --run $$kernel --disable-kvm \
+	  --memory 2G --cpus 2 --exec "unshare --mount --propagation private $(CURDIR)/$(PY) bench/ublk/run.py"
 
 # netcfgd: storm passes, CPU per 1000 events, repair latency (root; sandboxed by itself)
 bench-storm: venv

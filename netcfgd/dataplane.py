@@ -206,16 +206,23 @@ class TargetService:
         self.namespaces.pop(name, None)
         self.portals = {p for p in self.portals if p[0] != name}
 
-    def apply(self, model: Model) -> Outcome:
+    def apply(self, model: Model, pinned: frozenset[str] = frozenset()) -> Outcome:
         """Make the data path serve the model's volumes and targets, as far
         as each can be: an object that fails is reported in the outcome and
         tried again by the next call, and the others are served. Portals are
-        opened only in namespaces already added."""
+        opened only in namespaces already added. Volumes in ``pinned`` (a
+        ublk device serves them: netcfgd/ublk.py) are neither closed,
+        re-opened nor resized: the device is re-created first."""
         out = Outcome()
         volumes = {name: volume_spec(o) for name, o in model.volumes.items()}
         targets = {(o.netns, o.name): target_spec(o) for o in model.targets.values()}
         for name, spec in volumes.items():
             if self.volumes.get(name) != spec:
+                if name in pinned:
+                    out.errors.append(f"volume {name}: not changed yet: its ublk device is in "
+                                      f"use and must be re-created for the change (netcfg "
+                                      f"status says what holds it)")
+                    continue
                 self._apply_volume(name, spec, out)
         for key, spec in targets.items():
             missing = [v for v in spec.luns.values() if v not in self.volumes]
@@ -249,7 +256,7 @@ class TargetService:
                 out.errors.append(str(e))
                 continue
             self.portals.add((netns, addr, port))
-        for name in set(self.volumes) - set(volumes):
+        for name in set(self.volumes) - set(volumes) - pinned:
             try:
                 self._call(f"volume {name}", self.dp.remove_volume, name)
             except DataplaneError as e:

@@ -15,6 +15,11 @@ the same pass adds. Changing one target (re-reading its secrets, adding a
 LUN) touches that target only; other tenants' sessions go on
 (`TargetService.apply` calls the data path only for what changed).
 
+Volumes with ``ublk yes`` are also local block devices (netcfgd/ublk.py):
+they appear after the pass that declares them, go when the config drops
+them unless they are in use (then they stay, shown by `netcfg status` with
+what holds them), and outlive netcfgd itself: the next netcfgd adopts them.
+
 A storage error (a CHAP secret file with the wrong owner, a backing file
 that cannot be opened, a shrink under live sessions, a portal address the
 namespace does not have) never stops the daemon, the network reconcile or
@@ -39,6 +44,7 @@ from typing import Any, Callable
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import Model
 
+from netcfgd.dataplane import Outcome
 from netcfgd.hooks import NamespaceHooks
 
 
@@ -49,6 +55,7 @@ class StorageHooks(NamespaceHooks):
         super().__init__(log)
         self.open_netns = open_netns          # name -> netcfg.kernel.ns.Netns
         self.service: Any = None              # a netcfgd.dataplane.TargetService
+        self.ublk: Any = None                 # a netcfgd.ublk.UblkService, with service
         self.model: Model | None = None
         self.ready: set[str] = set()          # namespaces configured by a pass
         self.error: str | None = None
@@ -87,19 +94,24 @@ class StorageHooks(NamespaceHooks):
             # Nothing to serve: nothing done, nothing refused.
             self.errors, self.error, self.changes = [], None, []
             return
-        if self._served == self._state():
+        if self._served == self._state() and not (self.ublk is not None and self.ublk.busy()):
             return
         errors: list[str] = []
         self.changes = []
         try:
             if self.service is None:
                 self.service = _start_dataplane()
+                self.ublk = _ublk_service(self.service, self.log)
                 self.log.info("storage: embedded iSCSI target started")
             for name in self.service.namespaces_needed(model):
                 if name in self.ready and name not in self.service.namespaces:
                     self.service.add_namespace(self.open_netns(name))
-            outcome = self.service.apply(model)
-            errors, self.changes = outcome.errors, outcome.changes
+            done = Outcome()
+            self.ublk.remove_dropped(model, done)
+            outcome = self.service.apply(model, pinned=frozenset(self.ublk.pinned()))
+            self.ublk.add_wanted(model, done)
+            errors = outcome.errors + done.errors
+            self.changes = outcome.changes + done.changes
         except (NetcfgError, OSError, ValueError) as e:
             errors = [str(e)]
         for change in self.changes:
@@ -134,12 +146,14 @@ class StorageHooks(NamespaceHooks):
                     "changes": self.changes, "targets": []}
         sessions = self.service.sessions()
         stats = self.service.dp.stats()
+        exported = {v for spec in self.service.targets.values() for v in spec.luns.values()}
         used, limit = stats["write_budget"]
         return {
             "running": True,
             "error": self.error,
             "errors": self.errors,
             "changes": self.changes,
+            "ublk": self.ublk.status_json(exported),
             "volumes": [{"name": name, "bytes": blocks * block_size}
                         for name, (blocks, block_size) in sorted(stats["volumes"].items())],
             "write_budget": {"used": used, "limit": limit},
@@ -153,6 +167,12 @@ class StorageHooks(NamespaceHooks):
 
 def _where(name: str) -> str:
     return f"netns {name}" if name else "host"
+
+
+def _ublk_service(service: Any, log: logging.Logger) -> Any:
+    from netcfgd.ublk import UblkService
+
+    return UblkService(service.dp, log)
 
 
 def _start_dataplane() -> Any:

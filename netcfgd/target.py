@@ -2,7 +2,11 @@
 target stanzas, until SIGTERM or SIGINT. For tests, benchmarks and trying it
 out; netcfgd embeds the same data path.
 
-    python -m netcfgd.target -c /etc/netcfg/storage.tmpl [--threads N]
+    python -m netcfgd.target -c /etc/netcfg/storage.tmpl [--threads N] [--ublk-remove-on-exit]
+
+Volumes with ``ublk yes`` are served as /dev/ublkbN too; on exit the devices
+stay, with their I/O queued, for the next run to adopt, unless
+--ublk-remove-on-exit asks to delete them (refused for one still in use).
 
 Targets are served in the namespaces their stanzas name, which must exist
 (`/run/netns/NAME`; the host's namespace when no `netns` is given). Exit
@@ -13,15 +17,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
 
+from netcfg.model.model import Model
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.ns import NetnsDir
 from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, NetcfgError
 
-from netcfgd.dataplane import DataplaneError, TargetService, budgets_from_environment
+from netcfgd.dataplane import DataplaneError, Outcome, TargetService, budgets_from_environment
+from netcfgd.ublk import UblkService, ublk_specs
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -35,6 +42,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "(default 1G; as NETCFGD_STORAGE_MEMORY)")
     p.add_argument("--netns-memory", metavar="SIZE", help="the same per namespace (default 256M)")
     p.add_argument("--netns-connections", metavar="N", help="connections per namespace (default 256)")
+    p.add_argument("--ublk-remove-on-exit", action="store_true",
+                   help="delete the ublk devices when stopping (default: leave them to the next run)")
     return p.parse_args(argv)
 
 
@@ -43,14 +52,16 @@ def serve(args: argparse.Namespace) -> int:
 
     compiled = compile_config(ConfigSource(args.config))
     model = compiled.model
-    if not model.targets:
-        raise DataplaneError(f"{args.config}: no target stanzas; nothing to serve")
+    if not model.targets and not ublk_specs(model):
+        raise DataplaneError(f"{args.config}: no target stanzas and no 'ublk yes' volume; "
+                             f"nothing to serve")
     flags = {"NETCFGD_STORAGE_MEMORY": args.memory, "NETCFGD_STORAGE_NETNS_MEMORY": args.netns_memory,
              "NETCFGD_STORAGE_NETNS_CONNECTIONS": args.netns_connections}
     budgets = budgets_from_environment({**os.environ, **{k: v for k, v in flags.items() if v}})
     netns_dir = NetnsDir(args.netns_dir)
     dp = Dataplane(threads=args.threads, ping_idle=args.ping_idle, **budgets)
     service = TargetService(dp)
+    ublk = UblkService(dp, logging.getLogger("netcfgd.target"))
     held = []
     try:
         for name in service.namespaces_needed(model):
@@ -60,6 +71,13 @@ def serve(args: argparse.Namespace) -> int:
         outcome = service.apply(model)
         if outcome.errors:
             raise DataplaneError("; ".join(outcome.errors))
+        done = Outcome()
+        ublk.add_wanted(model, done)
+        if done.errors:
+            raise DataplaneError("; ".join(done.errors))
+        for name, (_, dev_id, adopted) in sorted(ublk.served.items()):
+            how = "adopted" if adopted else "added"
+            print(f"serving {name} as /dev/ublkb{dev_id} ({how})", file=sys.stderr, flush=True)
         for (netns, iqn), spec in sorted(service.targets.items()):
             where = f"netns {netns}" if netns else "host netns"
             portals = ", ".join(f"{a}:{p}" for a, p in spec.portals)
@@ -69,6 +87,11 @@ def serve(args: argparse.Namespace) -> int:
         signal.sigwait(signals)
         if args.stats_on_exit:
             print(json.dumps(dp.stats(), indent=1, sort_keys=True))
+        if args.ublk_remove_on_exit:
+            ublk.remove_dropped(Model(), done)
+            if ublk.kept or done.errors:
+                raise DataplaneError("; ".join(done.errors + [
+                    f"ublk: volume {n}: kept, in use: {what}" for n, what in sorted(ublk.kept.items())]))
         return 0
     finally:
         dp.shutdown()

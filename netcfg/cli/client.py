@@ -179,4 +179,24 @@ def _storage_lines(storage: dict[str, Any]) -> list[str]:
             portals = ", ".join(t["portals"]) if t["serving"] else "(waiting for the namespace)"
             lines.append(f"{t['iqn']:<44} {t['netns'] or '(host)':<12} {t['sessions']:>8}  "
                          f"{portals}")
+    return lines + _ublk_lines(storage.get("ublk") or {})
+
+
+def _ublk_lines(ublk: dict[str, Any]) -> list[str]:
+    """Volumes as local ublk devices (netcfgd/ublk.py)."""
+    lines = []
+    if ublk.get("unavailable"):
+        lines.append(f"ublk: unavailable: {ublk['unavailable']}; iSCSI is not affected")
+    if ublk.get("devices"):
+        lines.append(f"{'VOLUME':<20} {'DEVICE':<14} STATE")
+        for d in ublk["devices"]:
+            if d["state"] == "error":
+                state = f"not served: {d['error']}"
+            elif d["state"] == "kept":
+                state = f"kept (dropped from the config, in use: {d['held_by']})"
+            else:
+                state = f"serving as {d['link']}" + (" (adopted)" if d["adopted"] else "")
+            if d.get("warning"):
+                state += f"; warning: {d['warning']}"
+            lines.append(f"{d['volume']:<20} {d.get('device', '-'):<14} {state}")
     return lines

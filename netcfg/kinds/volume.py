@@ -3,10 +3,15 @@
     volume db1
         backing /srv/volumes/db1.img
         size 100G            # creates a sparse file when it is missing
-        ublk yes             # also expose it locally as /dev/ublkbN
+        ublk yes             # also expose it locally as /dev/ublkbN, /dev/netcfg/db1
+        ublk-id 7            # /dev/ublkb7 (default: the kernel picks)
+        ublk-queues 2        # hardware queues, one netcfgd thread each (default 1)
+        ublk-depth 128       # requests in flight per queue (default 128)
+        ublk-owner 1000:1000 # owner of the device node, mode 0660 (default root:disk)
 
 Volumes live in no network namespace; targets in any namespace export them
-by name with `lun N VOLUME`.
+by name with `lun N VOLUME`. A ublk device has no namespace either: a tenant
+gets it through its container runtime's device list (docs/ublk.md).
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from __future__ import annotations
 from netcfg.kinds.base import Kind
 from netcfg.model.model import VOLUME, ConfigObject, Model
 
-BACKING, SIZE = "backing", "size"
+BACKING, SIZE, UBLK = "backing", "size", "ublk"
+UBLK_ID, UBLK_QUEUES, UBLK_DEPTH, UBLK_OWNER = "ublk-id", "ublk-queues", "ublk-depth", "ublk-owner"
+UBLK_TUNING = (UBLK_ID, UBLK_QUEUES, UBLK_DEPTH, UBLK_OWNER)
+MAX_ID = 4294967294  # (uid_t)-1 means "unchanged" to chown
 SECTOR = 512  # the block layer's unit; iSCSI and ublk both count in it
 # The largest file Linux can address (off_t), in whole sectors: what the
 # data path can serve. A file system may allow less (ext4: 16T); that is
@@ -40,6 +48,16 @@ class Volume(Kind):
                          f"{obj.label()}: {BACKING} '{backing}' is a relative path; write an "
                          f"absolute one (/srv/volumes/{obj.name}.img): netcfgd does not run in "
                          f"the directory of the config", BACKING)
+        for attr in UBLK_TUNING:
+            if attr in obj.attrs and obj.attrs.get(UBLK) is not True:
+                report.error(obj.where(attr),
+                             f"{obj.label()}: {attr} only applies to a ublk device; add "
+                             f"'{UBLK} yes' to the volume or remove {attr}", attr)
+        owner = obj.attrs.get(UBLK_OWNER)
+        if owner is not None and parse_owner(owner) is None:
+            report.error(obj.where(UBLK_OWNER),
+                         f"{obj.label()}: {UBLK_OWNER} '{owner}' is not UID:GID; write two "
+                         f"numbers from 0 to {MAX_ID} (ublk-owner 1000:1000)", UBLK_OWNER)
         size = obj.attrs.get(SIZE)
         if size is not None and (size <= 0 or size % SECTOR):
             report.error(obj.where(SIZE),
@@ -53,9 +71,19 @@ class Volume(Kind):
 
     def check_model(self, model: Model, report) -> None:
         _check_shared_backing(model, report)
+        _check_unique_ublk_id(model, report)
 
     def create_params(self, obj: ConfigObject) -> dict:
-        return {k: obj.attrs[k] for k in (BACKING, SIZE, "ublk") if k in obj.attrs}
+        return {k: obj.attrs[k] for k in (BACKING, SIZE, UBLK, *UBLK_TUNING) if k in obj.attrs}
+
+
+def parse_owner(text: str) -> tuple[int, int] | None:
+    """``UID:GID`` -> (uid, gid), or None when it is not two numbers in range."""
+    uid, sep, gid = text.partition(":")
+    if not (sep and uid.isdigit() and gid.isdigit() and uid.isascii() and gid.isascii()):
+        return None
+    ids = int(uid), int(gid)
+    return ids if max(ids) <= MAX_ID else None
 
 
 def _check_shared_backing(model: Model, report) -> None:
@@ -69,6 +97,18 @@ def _check_shared_backing(model: Model, report) -> None:
                          f"{volume.label()}: {BACKING} {volume.attrs[BACKING]} is already the "
                          f"backing of volume {first.name} (at {first.loc}); export one volume "
                          f"from several targets instead of two volumes on one file", BACKING)
+
+
+def _check_unique_ublk_id(model: Model, report) -> None:
+    seen: dict[int, ConfigObject] = {}
+    volumes = [v for v in model.volumes.values() if isinstance(v.attrs.get(UBLK_ID), int)]
+    for volume in sorted(volumes, key=lambda o: o.loc):
+        first = seen.setdefault(volume.attrs[UBLK_ID], volume)
+        if first is not volume:
+            report.error(volume.where(UBLK_ID),
+                         f"{volume.label()}: {UBLK_ID} {volume.attrs[UBLK_ID]} is already the "
+                         f"device number of volume {first.name} (at {first.loc}); give each "
+                         f"volume its own, or leave {UBLK_ID} out to let the kernel pick", UBLK_ID)
 
 
 KIND = Volume()

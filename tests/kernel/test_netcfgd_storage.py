@@ -178,3 +178,33 @@ def test_storage_changes_are_applied_and_reported(make_daemon, tmp_path):
         assert clients.read_capacity16(live) == (0, b"", 16 << 20)
     finally:
         live.close()
+def _kernel_has_ublk() -> bool:
+    dry_run = subprocess.run(["modprobe", "-n", "-q", "ublk_drv"], capture_output=True)
+    return dry_run.returncode == 0 or os.path.exists("/dev/ublk-control")
+
+
+@pytest.mark.skipif(_kernel_has_ublk(), reason="this kernel has ublk_drv: the VM tier "
+                    "(test_vm_ublk.py) serves it; this test is for a kernel without it")
+def test_a_kernel_without_ublk_gets_a_status_line_and_iscsi_keeps_serving(make_daemon, tmp_path):
+    text = config(tmp_path) + textwrap.dedent(f"""\
+
+        volume local
+            backing {tmp_path}/volumes/local.img
+            size 8M
+            ublk yes
+        """)
+    daemon = make_daemon(text)
+    wait_for(lambda: serving(daemon) == {"t1": True, "t2": True}, 20, "both targets served")
+    ublk = wait_for(lambda: daemon.status()["storage"].get("ublk", {}).get("unavailable"), 20,
+                    "the ublk status line")
+    assert "module ublk_drv" in ublk and "Debian's 6.12 kernel has it" in ublk
+    # Refused (an apply through netcfgd says so) for the ublk volume only.
+    errors = daemon.status()["storage"]["errors"]
+    assert len(errors) == 1 and errors[0].startswith("ublk: /dev/ublk-control is missing")
+    assert errors[0].endswith("not served as local devices: volume local")
+    listed = wait_for(lambda: discovered("t1"), 20, "discovery in t1", step=0.2)
+    assert IQN.format(tenant="t1") in listed
+    shown = cli(daemon.run_dir, "status")
+    assert shown.returncode == 0, shown.stderr
+    assert "ublk: unavailable: /dev/ublk-control is missing" in shown.stdout
+    assert "iSCSI is not affected" in shown.stdout

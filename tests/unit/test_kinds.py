@@ -18,6 +18,7 @@ from builders import model
 
 from netcfg.kinds import registry
 from netcfg.kinds import veth as veth_mod
+from netcfg.kinds import volume as volume_mod
 from netcfg.kinds import vrf as vrf_mod
 from netcfg.kinds.base import LOWER, PEER, SLAVE, VOLUME_REF, Reference
 from netcfg.model.errors import Report
@@ -576,6 +577,40 @@ def test_volume_checks():
     ]
     empty = obj("v", "volume", {"backing": "/x", "size": 0}, section=VOLUME)
     assert [e[1] for e in run_check(empty)] == ["size"]
+
+
+def test_volume_ublk_yes_is_accepted():
+    v = obj("db1", "volume", {"backing": "/srv/db1.img", "ublk": True, "ublk-id": 3,
+                              "ublk-queues": 2, "ublk-depth": 32, "ublk-owner": "1000:1000"},
+            section=VOLUME)
+    assert run_check(v) == []
+
+
+def test_volume_ublk_tuning_needs_ublk_and_a_numeric_owner():
+    v = obj("v", "volume", {"backing": "/srv/v.img", "ublk-queues": 2, "ublk-owner": "bob"},
+            section=VOLUME)
+    assert run_check(v) == [
+        (3, "ublk-queues", "v: ublk-queues only applies to a ublk device; add 'ublk yes' to the "
+                           "volume or remove ublk-queues"),
+        (4, "ublk-owner", "v: ublk-owner only applies to a ublk device; add 'ublk yes' to the "
+                          "volume or remove ublk-owner"),
+        (4, "ublk-owner", "v: ublk-owner 'bob' is not UID:GID; write two numbers from 0 to "
+                          "4294967294 (ublk-owner 1000:1000)"),
+    ]
+    assert volume_mod.parse_owner("1000:100") == (1000, 100)
+    for bad in ("1000", "1000:", ":1", "a:b", "1:2:3", "4294967295:0", "-1:0", "١:٢"):
+        assert volume_mod.parse_owner(bad) is None, bad
+
+
+def test_volume_ublk_ids_are_unique():
+    a = obj("a", "volume", {"backing": "/srv/a.img", "ublk": True, "ublk-id": 3}, section=VOLUME)
+    b = obj("b", "volume", {"backing": "/srv/b.img", "ublk": True, "ublk-id": 3}, section=VOLUME,
+            line=10)
+    c = obj("c", "volume", {"backing": "/srv/c.img", "ublk": True, "ublk-id": 4}, section=VOLUME,
+            line=20)
+    assert run_check_model("volume", model(a, b, c)) == [(13, "ublk-id", (
+        "b: ublk-id 3 is already the device number of volume a (at interfaces:1); give each "
+        "volume its own, or leave ublk-id out to let the kernel pick"))]
 
 
 def test_volumes_sharing_a_backing_file():

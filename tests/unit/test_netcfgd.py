@@ -263,6 +263,31 @@ def test_status_text_names_failures_and_drift():
     assert "(host)" in text and "ok, 2 repairs" in text
 
 
+def test_status_text_shows_ublk_devices_and_a_kernel_without_ublk():
+    from netcfg.cli.client import _storage_lines
+    lines = _storage_lines({"error": None, "targets": [], "ublk": {
+        "unavailable": "/dev/ublk-control is missing: ... (module ublk_drv, ...)",
+        "devices": [
+            {"volume": "db1", "device": "/dev/ublkb0", "link": "/dev/netcfg/db1",
+             "adopted": True, "state": "serving",
+             "warning": "also exported over iSCSI: SCSI reservations do not fence this local "
+                        "writer"},
+            {"volume": "old", "device": "/dev/ublkb1", "link": "/dev/netcfg/old",
+             "adopted": False, "state": "kept", "held_by": "mounted on /mnt (mount namespace "
+                                                           "of pid 7)"},
+            {"volume": "bad", "state": "error", "error": "volume bad: ublk-id 3: taken"}]}})
+    assert lines == [
+        "ublk: unavailable: /dev/ublk-control is missing: ... (module ublk_drv, ...); iSCSI is "
+        "not affected",
+        "VOLUME               DEVICE         STATE",
+        "db1                  /dev/ublkb0    serving as /dev/netcfg/db1 (adopted); warning: also "
+        "exported over iSCSI: SCSI reservations do not fence this local writer",
+        "old                  /dev/ublkb1    kept (dropped from the config, in use: mounted on "
+        "/mnt (mount namespace of pid 7))",
+        "bad                  -              not served: volume bad: ublk-id 3: taken",
+    ]
+
+
 # ---------------------------------------------------------------- packaging
 
 def test_unit_file_verifies():

@@ -18,6 +18,7 @@ use crate::iscsi::params::Limits;
 use crate::netns::NetnsHelper;
 use crate::reactor::{ListenerSpec, Reactor};
 use crate::registry::{self, Access, Namespace, Registry};
+use crate::ublk::{DeviceInfo, Ublk, UblkOptions};
 
 /// A listening portal we made.
 struct Portal {
@@ -90,6 +91,7 @@ pub struct Stats {
     pub volumes: Vec<(String, u64, u32)>,
     /// Write data reserved now, and the limit (all namespaces).
     pub write_budget: (u64, u64),
+    pub ublk: Vec<DeviceInfo>,
 }
 
 pub struct Dataplane {
@@ -101,6 +103,8 @@ pub struct Dataplane {
     /// LUN -> volume name, per (netns, iqn): what set_target last asked for.
     lun_maps: Mutex<HashMap<(String, String), BTreeMap<u64, String>>>,
     budgets: Budgets,
+    /// The volumes served as local block devices too.
+    ublk: Ublk,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -171,6 +175,7 @@ impl Dataplane {
             next_listener: AtomicU64::new(0),
             lun_maps: Mutex::new(HashMap::new()),
             budgets: opts.budgets,
+            ublk: Ublk::new(),
         })
     }
 
@@ -281,6 +286,10 @@ impl Dataplane {
     /// every LUN that exported it (their nexuses get MEDIUM MAY HAVE
     /// CHANGED) and the old one is closed when its last command ends.
     pub fn add_volume(&self, name: &str, path: &Path, size: Option<u64>, block_size: u32, read_only: bool) -> io::Result<()> {
+        if let Some(id) = self.ublk.dev_id(name) {
+            // The device serves the unit it was made with: re-create it for a new one.
+            return Err(invalid(format!("volume {name} is served as /dev/ublkb{id}; remove the ublk device before re-opening it")));
+        }
         let h = fnv1a(name);
         let opts = LuOptions {
             block_size,
@@ -327,6 +336,10 @@ impl Dataplane {
     /// HAS CHANGED. A shrink is refused while any such target has sessions.
     /// Returns (blocks before, blocks after).
     pub fn resize_volume(&self, name: &str, size: u64) -> io::Result<(u64, u64)> {
+        if let Some(id) = self.ublk.dev_id(name) {
+            // This driver cannot resize a ublk device (UPDATE_SIZE is Linux 6.16+).
+            return Err(invalid(format!("volume {name} is served as /dev/ublkb{id}; remove the ublk device before resizing it")));
+        }
         let lu = self.registry.volume(name).ok_or_else(|| invalid(format!("volume {name} is not added")))?;
         let before = lu.blocks();
         let bs = u64::from(lu.block_size());
@@ -354,6 +367,9 @@ impl Dataplane {
     }
 
     pub fn remove_volume(&self, name: &str) -> io::Result<()> {
+        if let Some(id) = self.ublk.dev_id(name) {
+            return Err(invalid(format!("volume {name} is still served as /dev/ublkb{id}; remove the ublk device first")));
+        }
         let maps = self.lun_maps.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(((netns, iqn), _)) = maps.iter().find(|(_, m)| m.values().any(|v| v == name)) {
             return Err(invalid(format!(
@@ -363,6 +379,22 @@ impl Dataplane {
         drop(maps);
         self.registry.remove_volume(name);
         Ok(())
+    }
+
+    /// Serve volume `name` also as a local ublk block device, adopting the
+    /// one an earlier process left when there is one (src/ublk.rs). Returns
+    /// (device number, adopted).
+    pub fn add_ublk(&self, name: &str, opts: UblkOptions) -> io::Result<(u32, bool)> {
+        let lu = self
+            .registry
+            .volume(name)
+            .ok_or_else(|| invalid(format!("volume {name:?} is not added; add the volume before its ublk device")))?;
+        self.ublk.add(name, lu, opts)
+    }
+
+    /// Stop and delete volume `name`'s ublk device; refused while mounted.
+    pub fn remove_ublk(&self, name: &str) -> io::Result<bool> {
+        self.ublk.remove(name)
     }
 
     /// Create or update a target. Sessions of other targets are untouched;
@@ -431,6 +463,10 @@ impl Dataplane {
             ("io_batches", get(&c.io_batches)),
             ("io_batched", get(&c.io_batched)),
             ("io_uring_enters", get(&c.io_uring_enters)),
+            ("ublk_ios", get(&self.ublk.counters.ios)),
+            ("ublk_read_bytes", get(&self.ublk.counters.read_bytes)),
+            ("ublk_write_bytes", get(&self.ublk.counters.write_bytes)),
+            ("ublk_errors", get(&self.ublk.counters.errors)),
         ]);
         let targets = self
             .registry
@@ -456,10 +492,13 @@ impl Dataplane {
             .collect();
         volumes.sort();
         let write_budget = (self.registry.write_bytes.used(), self.registry.write_bytes.limit());
-        Stats { threads: self.reactor.threads(), io_engine: self.registry.io_engine(), counters, targets, portals, namespaces, volumes, write_budget }
+        let ublk = self.ublk.devices();
+        Stats { threads: self.reactor.threads(), io_engine: self.registry.io_engine(), counters, targets, portals, namespaces, volumes, write_budget, ublk }
     }
 
-    /// Close every connection and listener and stop the threads.
+    /// Close every connection and listener and stop the threads. ublk
+    /// devices stay, with their I/O queued in the kernel, for the next
+    /// process to adopt (src/ublk.rs).
     pub fn shutdown(&self) {
         self.reactor.stop();
         self.helper.stop();

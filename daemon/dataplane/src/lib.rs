@@ -1,4 +1,5 @@
-//! netcfgd's data path: the embedded multi-namespace iSCSI target.
+//! netcfgd's data path: the embedded multi-namespace iSCSI target, and the
+//! same volumes as local ublk block devices (`ublk`).
 //!
 //! Built by `pip install .` (setuptools-rust) as the extension module
 //! `netcfgd._dataplane`; `cargo test --no-default-features` runs the crate's
@@ -18,6 +19,7 @@ pub mod md5;
 pub mod netns;
 pub mod reactor;
 pub mod registry;
+pub mod ublk;
 pub mod uring;
 
 #[cfg(feature = "python")]

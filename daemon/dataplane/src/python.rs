@@ -18,11 +18,16 @@ use crate::budget::TARGET_CONNECTIONS;
 use crate::dataplane::{Budgets, Dataplane, Options};
 use crate::iscsi::conn::Timers;
 use crate::registry::{Access, Secret};
+use crate::ublk::{self, UblkOptions};
 
 fn to_py(e: io::Error) -> PyErr {
     match e.kind() {
         io::ErrorKind::InvalidInput => PyValueError::new_err(e.to_string()),
-        // Our own messages (already saying the path and the cause).
+        // Our own messages (already saying the path and the cause); a device
+        // in use keeps its errno (EBUSY) for callers that wait for it.
+        _ if e.kind() == io::ErrorKind::ResourceBusy && e.raw_os_error().is_none() => {
+            PyOSError::new_err((libc::EBUSY, e.to_string()))
+        }
         _ if e.raw_os_error().is_none() => PyOSError::new_err(e.to_string()),
         _ => PyOSError::new_err((e.raw_os_error().unwrap_or(0), e.to_string())),
     }
@@ -157,6 +162,31 @@ impl PyDataplane {
         self.inner.remove_volume(name).map_err(to_py)
     }
 
+    /// Serve volume `name` also as /dev/ublkbN (`id`: N, default the kernel
+    /// picks; `queues`, `depth`), adopting the device an earlier process
+    /// left. Returns (N, adopted).
+    #[pyo3(signature = (name, id=None, queues=1, depth=64))]
+    fn add_ublk(&self, py: Python<'_>, name: &str, id: Option<u32>, queues: u16, depth: u16) -> PyResult<(u32, bool)> {
+        let dp = self.inner.clone();
+        let name = name.to_string();
+        py.allow_threads(move || dp.add_ublk(&name, UblkOptions { id, queues, depth })).map_err(to_py)
+    }
+
+    /// Stop and delete volume `name`'s ublk device. OSError EBUSY while it
+    /// is mounted or held exclusively; False when it has none.
+    fn remove_ublk(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let dp = self.inner.clone();
+        let name = name.to_string();
+        py.allow_threads(move || dp.remove_ublk(&name)).map_err(to_py)
+    }
+
+    /// The ublk driver's feature bits; OSError (ENOENT) saying which module
+    /// is missing when the kernel has no ublk.
+    #[staticmethod]
+    fn ublk_features() -> PyResult<u64> {
+        ublk::driver_features().map_err(to_py)
+    }
+
     /// Create or update target `iqn` in namespace `netns`. `luns`: {LUN:
     /// volume name}; `allow`: initiator names (empty: any); `chap` and
     /// `mutual_chap`: (user, secret) or None. `max_connections`: sessions
@@ -229,6 +259,17 @@ impl PyDataplane {
         d.set_item("volumes", volumes)?;
         let (used, limit) = s.write_budget;
         d.set_item("write_budget", (used, limit))?;
+        let devices = PyList::empty(py);
+        for u in &s.ublk {
+            let e = PyDict::new(py);
+            e.set_item("volume", &u.volume)?;
+            e.set_item("dev_id", u.dev_id)?;
+            e.set_item("queues", u.queues)?;
+            e.set_item("depth", u.depth)?;
+            e.set_item("recovered", u.recovered)?;
+            devices.append(e)?;
+        }
+        d.set_item("ublk", devices)?;
         Ok(d)
     }
 

@@ -146,7 +146,7 @@ impl LogicalUnit {
         Ok(blocks)
     }
 
-    pub(crate) fn read_only(&self) -> bool {
+    pub fn read_only(&self) -> bool {
         self.read_only
     }
     pub(crate) fn serial(&self) -> &str {
@@ -158,7 +158,10 @@ impl LogicalUnit {
     pub(crate) fn block_shift(&self) -> u32 {
         self.block_shift
     }
-    pub(crate) fn write_order(&self) -> &RwLock<()> {
+    /// Shared by every writer (iSCSI and ublk), exclusive for COMPARE AND
+    /// WRITE and ORWRITE: a frontend that writes outside `execute` holds it
+    /// shared for the write.
+    pub fn write_order(&self) -> &RwLock<()> {
         &self.write_order
     }
 
@@ -216,7 +219,7 @@ impl LogicalUnit {
         Ok(())
     }
 
-    pub(crate) fn raw_fd(&self) -> std::os::unix::io::RawFd {
+    pub fn raw_fd(&self) -> std::os::unix::io::RawFd {
         self.file.as_raw_fd()
     }
 
@@ -237,7 +240,7 @@ impl LogicalUnit {
         Ok(())
     }
 
-    pub(crate) fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         self.file.write_all_at(buf, offset)
     }
 
@@ -247,7 +250,7 @@ impl LogicalUnit {
     }
 
     /// fdatasync: what SYNCHRONIZE CACHE and FUA promise.
-    pub(crate) fn sync(&self) -> io::Result<()> {
+    pub fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
     }
 
@@ -268,7 +271,7 @@ impl LogicalUnit {
 
     /// Deallocates `count` blocks at `lba`: a hole in a file, a discard on a
     /// block device. Either way the blocks then read as zeros (LBPRZ).
-    pub(crate) fn deallocate(&self, lba: u64, count: u64) -> io::Result<()> {
+    pub fn deallocate(&self, lba: u64, count: u64) -> io::Result<()> {
         if count == 0 {
             return Ok(());
         }
