@@ -345,15 +345,15 @@ def test_build_interfaces_members_masters_and_kinds():
         link("br0", index=2, extra=(linkinfo("bridge", [u8(IFLA_BR_VLAN_FILTERING, 0)]),)),
         veth("p1", 4, 5, master=2, group=NETCFG_GROUP), veth("q1", 5, 4),
         veth("p0", 3, 6, master=2), veth("q0", 6, 3),
-        link("wg0", index=7, extra=(linkinfo("wireguard"),)))
+        link("gnv0", index=7, extra=(linkinfo("geneve"),)))
     objs = state.interfaces
     assert [(n, o.kind) for n, o in objs.items()] == [
         ("lo", "loopback"), ("br0", "bridge"), ("p0", "veth"), ("p1", "veth"), ("q1", "veth"),
-        ("q0", "veth"), ("wg0", "physical")]
+        ("q0", "veth"), ("gnv0", "physical")]
     assert objs["br0"].attrs["bridge-ports"] == ["p0", "p1"]   # ifindex order, not dump order
     assert objs["p0"].attrs["veth-peer-name"] == "q0" and objs["q1"].attrs["veth-peer-name"] == "p1"
     assert state.masters == {"p0": "br0", "p1": "br0"}
-    assert state.managed == {"p1"} and state.kernel_kinds == {"wg0": "wireguard"}
+    assert state.managed == {"p1"} and state.kernel_kinds == {"gnv0": "geneve"}
     assert objs["p1"].auto and objs["p1"].loc.line == 4
 
 
