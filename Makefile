@@ -146,7 +146,7 @@ vm-deps: venv
 test-vm: vm-deps iscsi-initiator
 	@if [ "$$(id -u)" != 0 ]; then echo "test-vm: skipped (needs root)"; exit 0; fi; \
 	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 900 vng --run $$kernel --disable-kvm \
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 1800 vng --run $$kernel --disable-kvm \
 	  --memory 2G --cpus 2 --exec "unshare --net --mount --propagation private \
 	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(VM_TESTS) -rs" > .cache/vm.log 2>&1; \
 	status=$$?; cat .cache/vm.log; \
