@@ -122,3 +122,31 @@ def test_inet6_auto_leaves_the_slaac_addresses_to_the_kernel(tmp_path):
     current.iface("", "eth0").attrs["address"] = ["2001:db8::5054:ff:fe12:3456/64"]
     assert [op.action for op in diff(model, current)] == []
     assert {lease.family for lease in wanted_leases(model)} == {"4"}
+
+
+def test_imperative_lines_run_when_the_plan_brings_their_interface_up_or_down(tmp_path):
+    from netcfg.plan import make_plan
+    from netcfg.plan.hooks import hook_runs
+
+    text = """\
+        auto eth0
+        iface eth0
+            link-down {down}
+            pre-up echo a
+            post-up echo b
+            pre-down echo c
+            post-down echo d
+        """
+    up = compiled(tmp_path, text.format(down="no")).model
+    down = compiled(tmp_path, text.format(down="yes")).model
+    state_up = copy.deepcopy(up)
+    # Brought up: the up phases; brought down: the down phases; neither: none.
+    runs = hook_runs(up, make_plan(up, copy.deepcopy(down)).operations)
+    assert [(r.direction, r.lines) for r in runs] == [
+        ("up", (("pre-up", "echo a"), ("post-up", "echo b")))]
+    runs = hook_runs(down, make_plan(down, state_up).operations)
+    assert [(r.direction, r.lines) for r in runs] == [
+        ("down", (("pre-down", "echo c"), ("post-down", "echo d")))]
+    assert hook_runs(up, make_plan(up, state_up).operations) == []
+    assert make_plan(up, copy.deepcopy(down)).notes[-2:] == [
+        "eth0: pre-up runs: echo a", "eth0: post-up runs: echo b"]
