@@ -38,6 +38,21 @@ else:
     enter_or_refuse("test-kernel")
 
 
+def veth_tenants(tenants: list[str], net: str = "10.0.${n}", prefix: int = 30,
+                 route: str = "default", *, host: str = "veth-${tenant}", head: str = "",
+                 host_extra: str = "", eth0_extra: str = "", tail: str = "") -> str:
+    """Config text (a Mako loop) giving each of ``tenants`` (``${tenant}``,
+    numbered ``${n}`` from 1) a veth ``host`` whose peer is eth0 in the netns
+    ``${tenant}``: ``{net}.1/{prefix}`` on the host side, ``{net}.2/{prefix}``
+    on eth0 and a route ``{route} via {net}.1`` there. ``head`` and ``tail``
+    are stanzas in the loop around the pair; ``*_extra``, attribute lines."""
+    return (f"% for n, tenant in enumerate({json.dumps(tenants)}, start=1):\n{head}"
+            f"auto {host}\niface {host}\n    link-type veth\n    veth-peer-name eth0\n"
+            f"    veth-peer-netns ${{tenant}}\n    address {net}.1/{prefix}\n{host_extra}\n"
+            f"auto eth0\niface eth0\n    netns ${{tenant}}\n    address {net}.2/{prefix}\n"
+            f"{eth0_extra}    route {route} via {net}.1\n{tail}% endfor\n")
+
+
 def kernel_makes(kind: str, *args: str) -> bool:
     """Whether the running kernel makes a ``kind`` device (tests that need a
     refusal no config check can foresee use a kind the host kernel lacks)."""

@@ -18,9 +18,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from polling import poll
 
 REPO = Path(__file__).resolve().parents[2]
 GATEWAY = "10.77.0.1"
@@ -283,11 +284,4 @@ def port_open(address: str, port: int) -> bool:
 
 
 def wait(predicate, timeout: float, what: str, step: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(step)
+    return poll(predicate, timeout, what, step, TimeoutError)

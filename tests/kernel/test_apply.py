@@ -13,35 +13,16 @@ import subprocess
 import textwrap
 
 import pytest
-from kernel_env import kernel_makes
+from kernel_env import kernel_makes, veth_tenants
 
 from netcfg.apply.execute import ApplyFailed, apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.errors import UnknownDevice
 
-TENANTS = textwrap.dedent("""\
-    % for n, tenant in enumerate(["red", "blue"], start=1):
-    netns ${tenant}
-
-    auto veth-${tenant}
-    iface veth-${tenant}
-        link-type veth
-        veth-peer-name eth0
-        veth-peer-netns ${tenant}
-        address 10.0.${n}.1/30
-        mtu 1400
-
-    auto eth0
-    iface eth0
-        netns ${tenant}
-        address 10.0.${n}.2/30
-        address 192.168.0.1/24
-        route default via 10.0.${n}.1
-
-    auto lo
-    iface lo inet loopback
-        netns ${tenant}
-    % endfor
+TENANTS = veth_tenants(
+    ["red", "blue"], head="netns ${tenant}\n\n", host_extra="    mtu 1400\n",
+    eth0_extra="    address 192.168.0.1/24\n",
+    tail="\nauto lo\niface lo inet loopback\n    netns ${tenant}\n") + textwrap.dedent("""\
 
     auto br0
     iface br0

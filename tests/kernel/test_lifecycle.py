@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kernel_env import remove_what_netcfg_made
+from kernel_env import remove_what_netcfg_made, veth_tenants
 
 from netcfg.apply.execute import apply, down
 from netcfg.cli.main import main
@@ -29,21 +29,7 @@ from netcfg.plan.scope import Selection
 REPO = Path(__file__).resolve().parents[2]
 GROUP = "28259"
 
-TENANTS = textwrap.dedent("""\
-    % for n, tenant in enumerate(["red", "blue"], start=1):
-    auto veth-${tenant}
-    iface veth-${tenant}
-        link-type veth
-        veth-peer-name eth0
-        veth-peer-netns ${tenant}
-        address 10.0.${n}.1/30
-
-    auto eth0
-    iface eth0
-        netns ${tenant}
-        address 10.0.${n}.2/30
-        route default via 10.0.${n}.1
-    % endfor
+TENANTS = veth_tenants(["red", "blue"]) + textwrap.dedent("""\
 
     auto br0
     iface br0
@@ -53,25 +39,8 @@ TENANTS = textwrap.dedent("""\
 
 # Two tenants, one with `purge yes`: each has a veth pair into it from the
 # host and an address and a route of netcfg's.
-PURGE = textwrap.dedent("""\
-    netns p
-        purge yes
-
-    % for n, tenant in enumerate(["p", "q"], start=1):
-    auto v-${tenant}
-    iface v-${tenant}
-        link-type veth
-        veth-peer-name eth0
-        veth-peer-netns ${tenant}
-        address 10.${n}.0.1/24
-
-    auto eth0
-    iface eth0
-        netns ${tenant}
-        address 10.${n}.0.2/24
-        route 10.${n}0.0.0/16 via 10.${n}.0.1
-    % endfor
-    """)
+PURGE = "netns p\n    purge yes\n\n" + veth_tenants(
+    ["p", "q"], "10.${n}.0", 24, "10.${n}0.0.0/16", host="v-${tenant}")
 
 
 def veths(count: int, netns: str | None = None) -> str:

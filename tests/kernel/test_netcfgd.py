@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from kernel_env import remove_what_netcfg_made
+from kernel_env import remove_what_netcfg_made, veth_tenants
+from polling import poll
 
 from netcfg.cli.client import connect, socket_path
 
@@ -33,24 +34,8 @@ GROUP = "28259"
 # Drift is repaired within this (measured ~10-30 ms here; loose for a loaded CI).
 REPAIR_BOUND_S = 2.0
 
-TENANTS = textwrap.dedent("""\
-    netns watched
-        policy report
-
-    % for n, tenant in enumerate(["red", "blue", "watched"], start=1):
-    auto v-${tenant}
-    iface v-${tenant}
-        link-type veth
-        veth-peer-name eth0
-        veth-peer-netns ${tenant}
-        address 10.0.${n}.1/30
-
-    auto eth0
-    iface eth0
-        netns ${tenant}
-        address 10.0.${n}.2/30
-        route 10.${n}0.0.0/16 via 10.0.${n}.1
-    % endfor
+TENANTS = "netns watched\n    policy report\n\n" + veth_tenants(
+    ["red", "blue", "watched"], route="10.${n}0.0.0/16", host="v-${tenant}") + textwrap.dedent("""\
 
     auto br0
     iface br0
@@ -70,14 +55,7 @@ TENANTS = textwrap.dedent("""\
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, step: float = 0.005) -> Any:
     """Poll until predicate() is truthy; its value. Fails the test saying ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(step)
+    return poll(predicate, timeout, what, step, pytest.fail)
 
 
 def ip_json(*args: str) -> Any:

@@ -344,6 +344,18 @@ def _try(netns: str, *commands: str) -> str | None:
     return None
 
 
+def _read_what_ip_made(netns_dir, switcher, name: str, needs: str, *commands: str):
+    """Run ``commands`` (as _try) in a new namespace ``name`` and read it back:
+    (model, its state). Skips to the VM tier when the kernel lacks ``needs``."""
+    ns = netns_dir.create(name)
+    error = _try(ns.name, *commands)
+    if error:
+        pytest.skip(f"VM tier (needs {needs}): {error}")
+    with rtnl_in(switcher, ns) as sock:
+        model, states = read_model({"": sock})
+    return model, states[""]
+
+
 def _round_trips(model) -> None:
     shown = model_to_json(model)
     report = Report()
@@ -355,24 +367,19 @@ def _round_trips(model) -> None:
 
 
 def test_vlan_aware_bridge_port_vlans_and_vni_map(netns_dir, switcher):
-    ns = netns_dir.create("rvlan")
-    error = _try(ns.name,
-                 "link add br0 type bridge vlan_filtering 1 vlan_default_pvid 0",
-                 "link add p0 type veth peer name q0",
-                 "link set p0 master br0",
-                 "link add vx0 type vxlan external vnifilter local 192.0.2.1 dstport 4789",
-                 "link set vx0 master br0",
-                 "link set vx0 type bridge_slave vlan_tunnel on",
-                 "bridge vlan add dev p0 vid 100-110",
-                 "bridge vlan add dev p0 vid 5 pvid untagged",
-                 "bridge vni add dev vx0 vni 10200-10201",
-                 "bridge vlan add dev vx0 vid 200-201",
-                 "bridge vlan add dev vx0 vid 200-201 tunnel_info id 10200-10201")
-    if error:
-        pytest.skip(f"VM tier (needs CONFIG_BRIDGE_VLAN_FILTERING): {error}")
-    with rtnl_in(switcher, ns) as sock:
-        model, states = read_model({"": sock})
-    state = states[""]
+    model, state = _read_what_ip_made(
+        netns_dir, switcher, "rvlan", "CONFIG_BRIDGE_VLAN_FILTERING",
+        "link add br0 type bridge vlan_filtering 1 vlan_default_pvid 0",
+        "link add p0 type veth peer name q0",
+        "link set p0 master br0",
+        "link add vx0 type vxlan external vnifilter local 192.0.2.1 dstport 4789",
+        "link set vx0 master br0",
+        "link set vx0 type bridge_slave vlan_tunnel on",
+        "bridge vlan add dev p0 vid 100-110",
+        "bridge vlan add dev p0 vid 5 pvid untagged",
+        "bridge vni add dev vx0 vni 10200-10201",
+        "bridge vlan add dev vx0 vid 200-201",
+        "bridge vlan add dev vx0 vid 200-201 tunnel_info id 10200-10201")
     assert state.counts.dumps - state.counts.retries == 5   # the AF_BRIDGE dump joins in
     br0, p0, vx0 = (state.interfaces[n].attrs for n in ("br0", "p0", "vx0"))
     assert br0["bridge-vlan-aware"] is True and br0["bridge-ports"] == ["p0", "vx0"]
@@ -385,26 +392,22 @@ def test_vlan_aware_bridge_port_vlans_and_vni_map(netns_dir, switcher):
 
 
 def test_vlan_vrf_bond_and_dummy(netns_dir, switcher):
-    ns = netns_dir.create("rkinds")
-    error = _try(ns.name,
-                 "link add e0 type veth peer name e1",
-                 "link add e0.100 link e0 type vlan id 100",
-                 "link add qinq link e1 type vlan id 200 protocol 802.1ad",
-                 "link add red type vrf table 1001",
-                 "link add dum0 type dummy",
-                 "link set dum0 master red",
-                 "link add bond0 type bond mode 802.3ad miimon 100 lacp_rate fast",
-                 "link add s0 type veth peer name s1",
-                 "link set s0 master bond0",
-                 "link set dum0 up",
-                 "link set red up",
-                 "address add 10.5.0.1/24 dev dum0",
-                 "route add 10.6.0.0/16 via 10.5.0.2 dev dum0 table 1001 proto 110")
-    if error:
-        pytest.skip(f"VM tier (needs 8021q, vrf, dummy, bonding): {error}")
-    with rtnl_in(switcher, ns) as sock:
-        model, states = read_model({"": sock})
-    objs = states[""].interfaces
+    model, state = _read_what_ip_made(
+        netns_dir, switcher, "rkinds", "8021q, vrf, dummy, bonding",
+        "link add e0 type veth peer name e1",
+        "link add e0.100 link e0 type vlan id 100",
+        "link add qinq link e1 type vlan id 200 protocol 802.1ad",
+        "link add red type vrf table 1001",
+        "link add dum0 type dummy",
+        "link set dum0 master red",
+        "link add bond0 type bond mode 802.3ad miimon 100 lacp_rate fast",
+        "link add s0 type veth peer name s1",
+        "link set s0 master bond0",
+        "link set dum0 up",
+        "link set red up",
+        "address add 10.5.0.1/24 dev dum0",
+        "route add 10.6.0.0/16 via 10.5.0.2 dev dum0 table 1001 proto 110")
+    objs = state.interfaces
     assert {n: objs[n].kind for n in ("e0.100", "qinq", "red", "dum0", "bond0")} == {
         "e0.100": "vlan", "qinq": "vlan", "red": "vrf", "dum0": "dummy", "bond0": "bond"}
     vlan, qinq, bond = objs["e0.100"].attrs, objs["qinq"].attrs, objs["bond0"].attrs

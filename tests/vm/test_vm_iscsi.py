@@ -57,12 +57,11 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
-import traceback
 from pathlib import Path
 
 import pytest
+from vm_helpers import SETTLE_S, fork_target, terminate, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 OPEN_ISCSI = REPO / ".cache" / "open-iscsi"
@@ -80,7 +79,6 @@ VOLUME_BYTES = 64 << 20
 ISCSI_ERR_NO_OBJS_FOUND = 21
 ISCSI_ERR_LOGIN_AUTH_FAILED = 24
 INIT_NET = ["nsenter", "--net=/proc/1/ns/net"]
-SETTLE_S = 120   # qemu TCG on a loaded machine: generous, but bounded
 
 
 def target_iqn(tenant: str) -> str:
@@ -136,17 +134,6 @@ def iscsiadm(*args, check: bool = True) -> subprocess.CompletedProcess:
     """iscsiadm in the initial namespace, where iscsid listens."""
     env = dict(os.environ, LD_LIBRARY_PATH=str(LIBS))
     return run([*INIT_NET, ISCSIADM, *args], check=check, env=env)
-
-
-def wait_for(what: str, probe, timeout: float = SETTLE_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.5)
 
 
 # --- the initiator's private world ------------------------------------------
@@ -288,26 +275,10 @@ class TargetProcess:
     exit code and the stats it printed (None, {} when already stopped)."""
 
     def __init__(self, config: Path, logdir: Path, generation: int):
-        # Imported here, before the fork, so the child starts warm.
-        from netcfgd.target import main
         self.out = logdir / f"target{generation}.out"
         self.err = logdir / f"target{generation}.err"
-        self.pid = os.fork()
-        if self.pid == 0:                              # the child: never returns
-            code = 70
-            try:
-                for fd, path in ((1, self.out), (2, self.err)):
-                    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
-                # pytest's capture replaced sys.stdout/stderr: write to the fds.
-                sys.stdout = open(1, "w", buffering=1, closefd=False)
-                sys.stderr = open(2, "w", buffering=1, closefd=False)
-                code = main(["-c", str(config), "--threads", "2", "--stats-on-exit"])
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+        self.pid = fork_target(["-c", str(config), "--threads", "2", "--stats-on-exit"],
+                               self.out, self.err)
         self.running = True
         try:
             wait_for("the target to serve both tenants", self._serving)
@@ -326,17 +297,7 @@ class TargetProcess:
         if not self.running:
             return None, {}
         self.running = False
-        os.kill(self.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while True:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-                raise AssertionError("target ignored SIGTERM for 60 s")
-            time.sleep(0.2)
+        status = terminate(self.pid, "target")
         text = self.out.read_text()
         return os.waitstatus_to_exitcode(status), json.loads(text) if text.strip() else {}
 

@@ -37,19 +37,18 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
-import traceback
 from pathlib import Path
 
 import pytest
 import test_vm_iscsi as iscsi
+import vm_helpers
 # open-iscsi's world for the cross test: fixtures shared with test_vm_iscsi.py.
 from test_vm_iscsi import iscsid, private_etc, tenants  # noqa: F401
 
 from netcfg.compile.pipeline import ConfigSource, compile_config
 
-SETTLE_S = 120
+SETTLE_S = vm_helpers.SETTLE_S
 VOLUME_BYTES = 128 << 20
 OWNER = (1000, 1000)
 
@@ -89,14 +88,7 @@ def in_child_mount_ns(script: str, check: bool = True) -> subprocess.CompletedPr
 
 
 def wait_for(what: str, probe, timeout: float = SETTLE_S):
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
+    return vm_helpers.wait_for(what, probe, timeout, step=0.2)
 
 
 def write_config(tmp_path: Path, text: str) -> Path:
@@ -124,25 +116,11 @@ class Server:
 
     def __init__(self, config: Path, logdir: Path, generation: int, extra_args=(), wait_lines=1,
                  targets=0):
-        from netcfgd.target import main
         self.out = logdir / f"server{generation}.out"
         self.err = logdir / f"server{generation}.err"
-        self.pid = os.fork()
-        if self.pid == 0:
-            code = 70
-            try:
-                for fd, path in ((1, self.out), (2, self.err)):
-                    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
-                sys.stdout = open(1, "w", buffering=1, closefd=False)
-                sys.stderr = open(2, "w", buffering=1, closefd=False)
-                logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-                code = main(["-c", str(config), "--threads", "1", "--stats-on-exit", *extra_args])
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+        self.pid = vm_helpers.fork_target(
+            ["-c", str(config), "--threads", "1", "--stats-on-exit", *extra_args],
+            self.out, self.err, log_info=True)
         self.running = True
         self.wait_lines, self.targets = wait_lines, targets
         wait_for("the server to serve", self._serving)
@@ -175,17 +153,7 @@ class Server:
         if not self.running:
             return None, {}
         self.running = False
-        os.kill(self.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 60
-        while True:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-                raise AssertionError("server ignored SIGTERM for 60 s")
-            time.sleep(0.2)
+        status = vm_helpers.terminate(self.pid, "server")
         code = os.waitstatus_to_exitcode(status)
         assert code == 0, f"server exited {code}: {self.err.read_text()}"
         text = self.out.read_text()
