@@ -96,7 +96,7 @@ def _address_virtual_to_macvlans(pending: dict, report: Report) -> dict:
             macvlan.raws = [RawAttribute("macvlan-raw-device", p.name, raw.loc),
                             RawAttribute("macvlan-mode", "private", raw.loc)]
             if words[0].lower() != "none":
-                macvlan.raws.append(RawAttribute("hwaddress", words[0].lower(), raw.loc))
+                macvlan.raws.append(RawAttribute("hwaddress", _mac_octets(words[0]), raw.loc))
             macvlan.raws += [RawAttribute("address", " ".join(words[1:]), raw.loc)] \
                 if words[1:] else []
             macvlan.raws += [RawAttribute(r.name, r.value, raw.loc) for r in inherited]
@@ -130,6 +130,15 @@ def _bond_master_to_slaves(pending: dict, report: Report) -> None:
                 continue
             bond.raws.append(RawAttribute("bond-slaves", p.name, raw.loc))
         p.raws = kept
+
+
+def _mac_octets(mac: str) -> str:
+    """ifupdown2 hands the MAC to `ip link add`, whose parser takes one hex
+    digit for an octet (42:38:39:ff:00:1, as its own examples write it)."""
+    octets = mac.lower().split(":")
+    if all(1 <= len(o) <= 2 and all(c in "0123456789abcdef" for c in o) for o in octets):
+        return ":".join(o.rjust(2, "0") for o in octets)
+    return mac.lower()   # not a MAC: the hwaddress check says so, at the line
 
 
 def _merge(stanza: Stanza, pending: dict, report: Report) -> None:

@@ -150,3 +150,21 @@ def test_imperative_lines_run_when_the_plan_brings_their_interface_up_or_down(tm
     assert hook_runs(up, make_plan(up, state_up).operations) == []
     assert make_plan(up, copy.deepcopy(down)).notes[-2:] == [
         "eth0: pre-up runs: echo a", "eth0: post-up runs: echo b"]
+
+
+def test_address_virtual_names_and_one_digit_octets(tmp_path):
+    model = compiled(tmp_path, """\
+        auto bridge.1
+        iface bridge.1
+            address-virtual 42:38:39:FF:00:1 10.7.192.1/24
+        auto bridge
+        iface bridge
+            bridge-ports none
+            bridge-vlan-aware yes
+            bridge-vids 1
+        """).model
+    macvlan = model.iface("", "bridge-1-v0")
+    assert macvlan.kind == "macvlan" and macvlan.auto
+    assert macvlan.attrs["hwaddress"] == "42:38:39:ff:00:01"
+    assert macvlan.attrs["macvlan-raw-device"] == "bridge.1"
+    assert macvlan.attrs["address"] == ["10.7.192.1/24"]
