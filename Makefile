@@ -8,6 +8,22 @@ NETCFG := $(VENV)/bin/netcfg
 STAMP  := $(VENV)/.installed-stamp
 EXAMPLE ?= netcfg/templates/examples/tenants.tmpl
 
+# $(call apt_install,PACKAGES,WHAT FOR,IF NOT ROOT): the recipe line that
+# installs those of the Debian PACKAGES that are missing, saying "installing
+# Debian packages WHAT FOR". IF NOT ROOT, when given, is the shell run instead
+# when not root and something is missing (it sees $$missing); without it apt-get
+# is tried anyway.
+define apt_install
+@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+if [ -z "$$missing" ]; then :; \
+$(if $(3),elif [ "$$(id -u)" != 0 ]; then $(3);) \
+else \
+  echo "installing Debian packages $(2): $$missing"; \
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
+    -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $$missing >/dev/null; \
+fi
+endef
+
 .PHONY: daemon-deps bench-storm
 .PHONY: all venv ifupdown2-examples bench-deps vm-deps kernel-deps test test-kernel test-vm test-unit test-perf demo bench bench-compile clean
 
@@ -74,38 +90,23 @@ iscsi-initiator: $(OPEN_ISCSI_DIR)/.stamp
 # do that on a test machine, not a host whose networking you care about.
 BENCH_PACKAGES := ifupdown2 python3-mako
 bench-deps:
-	@missing=$$(for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages for the benchmarks: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(BENCH_PACKAGES),for the benchmarks)
 
 # netcfgd's systemd integration: systemd-python (sd_notify, journal fields)
 # builds against libsystemd; without it netcfgd writes sd_notify datagrams
 # itself and logs to stderr.
 DAEMON_PACKAGES := libsystemd-dev pkg-config
+DAEMON_NOT_ROOT = echo "daemon-deps: not root, not installing $$missing (netcfgd falls back to plain sd_notify)"
 daemon-deps: venv
-	@missing=$$(for p in $(DAEMON_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ] && [ "$$(id -u)" != 0 ]; then \
-	  echo "daemon-deps: not root, not installing $$missing (netcfgd falls back to plain sd_notify)"; \
-	elif [ -n "$$missing" ]; then \
-	  echo "installing Debian packages for netcfgd: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(DAEMON_PACKAGES),for netcfgd,$(DAEMON_NOT_ROOT))
 	@$(PY) -c 'import systemd.daemon' 2>/dev/null || $(PY) -m pip install -q 'systemd-python>=234' \
 	  || echo "daemon-deps: systemd-python did not build (needs libsystemd-dev, pkg-config)"
 
 # The extension's build needs libclang (libublk's bindgen, src/ublk.rs).
 BUILD_PACKAGES := libclang-dev
+BUILD_NOT_ROOT = echo "the data path needs: apt-get install $$missing"; exit 1
 $(STAMP): setup.cfg pyproject.toml
-	@missing=$$(for p in $(BUILD_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian packages to build the data path: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
-	    -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $$missing >/dev/null; \
-	elif [ -n "$$missing" ]; then echo "the data path needs: apt-get install $$missing"; exit 1; fi
+	$(call apt_install,$(BUILD_PACKAGES),to build the data path,$(BUILD_NOT_ROOT))
 	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { \
 	  echo "python3 -m venv failed; installing python3-venv"; \
 	  apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(VENV); }
@@ -135,12 +136,7 @@ VM_TESTS := tests/vm \
 	tests/kernel/test_read.py::test_vlan_aware_bridge_port_vlans_and_vni_map \
 	tests/kernel/test_read.py::test_vlan_vrf_bond_and_dummy
 vm-deps: venv
-	@missing=$$(for p in $(VM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages for the VM tier: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(VM_PACKAGES),for the VM tier)
 	@$(VENV)/bin/vng --version >/dev/null 2>&1 || $(PY) -m pip install -q virtme-ng
 
 test-vm: vm-deps iscsi-initiator
@@ -159,12 +155,7 @@ test-vm: vm-deps iscsi-initiator
 # starts nothing on the host.
 KERNEL_PACKAGES := isc-dhcp-client dnsmasq-base libiscsi-bin
 kernel-deps:
-	@missing=$$(for p in $(KERNEL_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ]; then \
-	  echo "installing Debian packages for the kernel tier: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
-	    -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(KERNEL_PACKAGES),for the kernel tier,:)
 
 test-kernel: venv kernel-deps
 	@if [ "$$(id -u)" = 0 ]; then \
@@ -195,15 +186,9 @@ test-perf: venv
 # kernel tier) libiscsi's clients and compliance suite against the target.
 .PHONY: dataplane-deps test-dataplane
 DATAPLANE_PACKAGES := libiscsi-bin
+DATAPLANE_NOT_ROOT = echo "dataplane-deps: not root, not installing $$missing (the pytest tier needs root anyway)"
 dataplane-deps:
-	@missing=$$(for p in $(DATAPLANE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ] && [ "$$(id -u)" != 0 ]; then \
-	  echo "dataplane-deps: not root, not installing $$missing (the pytest tier needs root anyway)"; \
-	elif [ -n "$$missing" ]; then \
-	  echo "installing Debian packages for the data path tests: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(DATAPLANE_PACKAGES),for the data path tests,$(DATAPLANE_NOT_ROOT))
 
 test-dataplane: venv dataplane-deps
 	cd daemon/dataplane && cargo test -q --no-default-features
@@ -279,12 +264,7 @@ DEB_PACKAGES := debhelper dh-python pybuild-plugin-pyproject python3-all python3
 	python3-wheel python3-mako python3-jsonschema cargo-web rustc-web libclang-dev fakeroot git \
 	lintian debootstrap qemu-system-x86 $(VM_KERNEL_PKG) e2fsprogs
 deb-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages to build and test the .deb: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
-	    -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(DEB_PACKAGES),to build and test the .deb)
 
 deb: deb-deps
 	tests/deb/build-deb.sh .cache/deb
