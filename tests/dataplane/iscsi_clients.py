@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
+import time
+from pathlib import Path
 
 IQN = "iqn.2024-01.org.netcfg.test"
 INITIATOR = "iqn.2024-01.org.netcfg.test:initiator"
@@ -23,6 +26,38 @@ def url(addr: str, iqn: str = "", lun: int | None = None, port: int = 3260, auth
         if lun is not None:
             u += f"/{lun}"
     return u
+
+
+def write_target_config(config: str, tmp_path) -> Path:
+    """``config`` with {dir} and {iqn} filled in, as tmp_path/storage.cfg."""
+    cfg = tmp_path / "storage.cfg"
+    cfg.write_text(config.format(dir=tmp_path, iqn=IQN))
+    return cfg
+
+
+def start_target(cfg: Path, *flags: str) -> subprocess.Popen:
+    """`python -m netcfgd.target -c cfg --threads 2 *flags`, once iscsi-ls finds
+    it serving on 127.0.0.1 (its stdout and stderr piped, as text)."""
+    p = subprocess.Popen([sys.executable, "-m", "netcfgd.target", "-c", str(cfg),
+                          "--threads", "2", *flags],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise AssertionError(f"runner exited {p.returncode}: {p.stderr.read()}")
+        if run(["iscsi-ls", url("127.0.0.1")], timeout=5).returncode == 0:
+            return p
+        time.sleep(0.2)
+    p.kill()
+    raise AssertionError("runner did not start serving")
+
+
+def target_refuses(cfg: Path) -> str:
+    """What `python -m netcfgd.target -c cfg` says on stderr as it exits 1."""
+    r = subprocess.run([sys.executable, "-m", "netcfgd.target", "-c", str(cfg)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    return r.stderr
 
 
 def make_netns(netns_dir, name: str, address: str):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from contextlib import contextmanager
 
-from iscsi_clients import INITIATOR, IQN, cu_results, run, url
+from iscsi_clients import (INITIATOR, IQN, cu_results, login_pdu, login_status, read_pdu, run,
+                           url)
 
 TARGET = f"{IQN}:basic"
 
@@ -105,20 +107,39 @@ def test_header_digest_crc32c(dataplane, tmp_path):
     assert dataplane.stats()["digest_errors"] == 0
 
 
-def test_idle_connections_are_pinged_and_dropped_when_silent(tmp_path):
-    """NOP-In to an idle session; no NOP-Out back within ping_timeout: closed."""
+@contextmanager
+def pinging_dataplane(tmp_path, ping_idle: float):
+    """A dataplane of its own that pings sessions idle for ``ping_idle`` s
+    (ping_timeout 1 s), serving one LUN on 127.0.0.1."""
     from netcfg.kernel.ns import NetnsDir
     from netcfgd._dataplane import Dataplane
-
-    from iscsi_clients import login_pdu, login_status, read_pdu
-    dp = Dataplane(threads=1, ping_idle=0.5, ping_timeout=1.0)
+    dp = Dataplane(threads=1, ping_idle=ping_idle, ping_timeout=1.0)
     root = NetnsDir("/run/netns").open("")
     try:
         dp.add_namespace("", root.fd, root.identity.cookie)
         serve_one(dp, tmp_path, luns=1)
-        with socket.create_connection(("127.0.0.1", 3260), timeout=10) as s:
-            s.sendall(login_pdu(INITIATOR, TARGET))
-            assert login_status(read_pdu(s)[0]) == 0
+        yield dp
+    finally:
+        dp.shutdown()
+        root.close()
+
+
+def logged_in() -> socket.socket:
+    """A connection to TARGET on 127.0.0.1, past a successful login."""
+    s = socket.create_connection(("127.0.0.1", 3260), timeout=10)
+    try:
+        s.sendall(login_pdu(INITIATOR, TARGET))
+        assert login_status(read_pdu(s)[0]) == 0
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def test_idle_connections_are_pinged_and_dropped_when_silent(tmp_path):
+    """NOP-In to an idle session; no NOP-Out back within ping_timeout: closed."""
+    with pinging_dataplane(tmp_path, 0.5) as dp:
+        with logged_in() as s:
             started = time.monotonic()
             bhs, _ = read_pdu(s)
             assert bhs[0] & 0x3f == 0x20                       # NOP-In
@@ -127,24 +148,11 @@ def test_idle_connections_are_pinged_and_dropped_when_silent(tmp_path):
             assert 0.4 < time.monotonic() - started < 3
             assert s.recv(1) == b""                            # unanswered: closed
         assert dp.stats()["nops_sent"] >= 1
-    finally:
-        dp.shutdown()
-        root.close()
 
 
 def test_answered_pings_keep_the_session(tmp_path):
-    from netcfg.kernel.ns import NetnsDir
-    from netcfgd._dataplane import Dataplane
-
-    from iscsi_clients import login_pdu, login_status, read_pdu
-    dp = Dataplane(threads=1, ping_idle=0.3, ping_timeout=1.0)
-    root = NetnsDir("/run/netns").open("")
-    try:
-        dp.add_namespace("", root.fd, root.identity.cookie)
-        serve_one(dp, tmp_path, luns=1)
-        with socket.create_connection(("127.0.0.1", 3260), timeout=10) as s:
-            s.sendall(login_pdu(INITIATOR, TARGET))
-            assert login_status(read_pdu(s)[0]) == 0
+    with pinging_dataplane(tmp_path, 0.3) as dp:
+        with logged_in() as s:
             for _ in range(4):
                 bhs, _ = read_pdu(s)
                 assert bhs[0] & 0x3f == 0x20
@@ -156,9 +164,6 @@ def test_answered_pings_keep_the_session(tmp_path):
                 s.sendall(bytes(answer))
         # Four pings answered over more than ping_timeout: still connected.
         assert dp.stats()["nops_sent"] >= 4
-    finally:
-        dp.shutdown()
-        root.close()
 
 
 def test_ipv6_portal(dataplane, tmp_path):

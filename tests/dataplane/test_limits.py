@@ -19,14 +19,14 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
 import pytest
 
 from iscsi_clients import (IQN, Session, iops, login_pdu, login_status, make_netns,
-                           read_capacity16, read_pdu, rss_bytes, run, scsi_pdu, url)
+                           read_capacity16, read_pdu, rss_bytes, run, scsi_pdu, start_target,
+                           target_refuses, url, write_target_config)
 
 MiB = 1 << 20
 BUDGET = 256 * MiB          # --memory: write data waiting for Data-Out, in all
@@ -59,20 +59,7 @@ target {iqn}:victim
 
 
 def start_runner(config: str, tmp_path, *flags: str) -> subprocess.Popen:
-    cfg = tmp_path / "storage.cfg"
-    cfg.write_text(config.format(dir=tmp_path, iqn=IQN))
-    p = subprocess.Popen([sys.executable, "-m", "netcfgd.target", "-c", str(cfg),
-                          "--threads", "2", *flags],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise AssertionError(f"runner exited {p.returncode}: {p.stderr.read()}")
-        if run(["iscsi-ls", url("127.0.0.1")], timeout=5).returncode == 0:
-            return p
-        time.sleep(0.2)
-    p.kill()
-    raise AssertionError("runner did not start serving")
+    return start_target(write_target_config(config, tmp_path), *flags)
 
 
 def stop(p: subprocess.Popen) -> None:
@@ -249,10 +236,6 @@ def test_volume_files_are_private_and_never_followed(dataplane, tmp_path):
 
 def test_runner_never_prints_a_traceback_for_what_it_cannot_serve(tmp_path):
     config = CONFIG.replace("    size 64M\n", "    size 99999999P\n", 1)
-    cfg = tmp_path / "storage.cfg"
-    cfg.write_text(config.format(dir=tmp_path, iqn=IQN))
-    r = subprocess.run([sys.executable, "-m", "netcfgd.target", "-c", str(cfg)],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 1
-    assert "storage.cfg:8" in r.stderr and "more than a Linux file can hold" in r.stderr
-    assert "Traceback" not in r.stderr
+    stderr = target_refuses(write_target_config(config, tmp_path))
+    assert "storage.cfg:8" in stderr and "more than a Linux file can hold" in stderr
+    assert "Traceback" not in stderr

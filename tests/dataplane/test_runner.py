@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
-from iscsi_clients import IQN, make_netns, run, url
+from iscsi_clients import (IQN, make_netns, run, start_target, target_refuses, url,
+                           write_target_config)
 
 from netcfgd.dataplane import DataplaneError, read_secret_file
 
@@ -49,27 +47,10 @@ def write_secret(path, text="alice alice-secret-1234\n", mode=0o600):
     return str(path)
 
 
-def start(config_path) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-m", "netcfgd.target", "-c", str(config_path),
-                          "--threads", "2", "--stats-on-exit"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise AssertionError(f"runner exited {p.returncode}: {p.stderr.read()}")
-        if run(["iscsi-ls", url("127.0.0.1")], timeout=5).returncode == 0:
-            return p
-        time.sleep(0.2)
-    p.kill()
-    raise AssertionError("runner did not start serving")
-
-
 def test_runner_serves_host_and_tenant_until_sigterm(netns_dir, tmp_path):
     make_netns(netns_dir, "t1", "10.0.0.1")
     write_secret(tmp_path / "chap")
-    cfg = tmp_path / "storage.cfg"
-    cfg.write_text(CONFIG.format(dir=tmp_path, iqn=IQN))
-    p = start(cfg)
+    p = start_target(write_target_config(CONFIG, tmp_path), "--stats-on-exit")
     try:
         r = run(["iscsi-ls", url("127.0.0.1")])
         assert f"{IQN}:host" in r.stdout and f"{IQN}:tenant" not in r.stdout
@@ -88,22 +69,14 @@ def test_runner_serves_host_and_tenant_until_sigterm(netns_dir, tmp_path):
 def test_runner_refuses_a_world_readable_secret(netns_dir, tmp_path):
     make_netns(netns_dir, "t1", "10.0.0.1")
     write_secret(tmp_path / "chap", mode=0o644)
-    cfg = tmp_path / "storage.cfg"
-    cfg.write_text(CONFIG.format(dir=tmp_path, iqn=IQN))
-    r = subprocess.run([sys.executable, "-m", "netcfgd.target", "-c", str(cfg)],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 1
-    assert "chmod 600" in r.stderr and "Traceback" not in r.stderr
+    stderr = target_refuses(write_target_config(CONFIG, tmp_path))
+    assert "chmod 600" in stderr and "Traceback" not in stderr
 
 
 def test_runner_reports_a_missing_namespace(tmp_path):
     write_secret(tmp_path / "chap")
-    cfg = tmp_path / "storage.cfg"
-    cfg.write_text(CONFIG.format(dir=tmp_path, iqn=IQN))
-    r = subprocess.run([sys.executable, "-m", "netcfgd.target", "-c", str(cfg)],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 1
-    assert "t1" in r.stderr and "Traceback" not in r.stderr
+    stderr = target_refuses(write_target_config(CONFIG, tmp_path))
+    assert "t1" in stderr and "Traceback" not in stderr
 
 
 @pytest.mark.parametrize("text,mode,message", [

@@ -126,6 +126,16 @@ def _comparable(model: Model):
 KINDS = [k.name for k in registry.interface_kinds() if k.name not in ("loopback",)]
 
 
+def _assert_emit_parse_round_trips(model: Model) -> None:
+    """emit_model's text parses and builds back into the same objects, with no diagnostics."""
+    text = emit_model(model)
+    report = Report()
+    parsed = parse([RenderedSource("gen.tmpl", text, None)], lambda p, l: [], report)
+    again = build_objects(parsed, report)
+    assert not report.diagnostics, (text, report.sorted())
+    assert _comparable(again) == _comparable(model), text
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(objs=st.lists(st.sampled_from(KINDS).flatmap(interface), max_size=5))
 def test_stanzas_round_trip(objs):
@@ -136,12 +146,7 @@ def test_stanzas_round_trip(objs):
             continue  # `auto NAME` applies to a name in every namespace
         names.add(obj.name)
         model.interfaces[obj.key] = obj
-    text = emit_model(model)
-    report = Report()
-    parsed = parse([RenderedSource("gen.tmpl", text, None)], lambda p, l: [], report)
-    again = build_objects(parsed, report)
-    assert not report.diagnostics, (text, report.sorted())
-    assert _comparable(again) == _comparable(model), text
+    _assert_emit_parse_round_trips(model)
 
 
 @settings(max_examples=60, deadline=None)
@@ -157,9 +162,4 @@ def test_volume_and_target_round_trip(data):
             if attr not in NOT_STORED and data.draw(st.booleans()):
                 obj.attrs[attr] = data.draw(value_strategy(spec))
         model.section(section)[name] = obj
-    text = emit_model(model)
-    report = Report()
-    parsed = parse([RenderedSource("gen.tmpl", text, None)], lambda p, l: [], report)
-    again = build_objects(parsed, report)
-    assert not report.diagnostics, (text, report.sorted())
-    assert _comparable(again) == _comparable(model), text
+    _assert_emit_parse_round_trips(model)
