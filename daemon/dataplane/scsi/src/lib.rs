@@ -42,6 +42,7 @@ mod target;
 mod unit_attention;
 
 pub use backing::{LogicalUnit, LuOptions};
+pub use opcodes::op;
 pub use plan::{BlockIo, Plan, WriteOrderHold};
 pub use target::Target;
 

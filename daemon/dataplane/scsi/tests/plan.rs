@@ -4,12 +4,6 @@ use common::*;
 use netcfgd_scsi::{BlockIo, Plan, WriteOrderHold};
 use std::os::unix::fs::FileExt;
 
-const READ_10: u8 = 0x28;
-const WRITE_10: u8 = 0x2A;
-const WRITE_16: u8 = 0x8A;
-const SYNCHRONIZE_CACHE_10: u8 = 0x35;
-const INQUIRY: u8 = 0x12;
-
 fn io(p: Plan) -> BlockIo {
     match p {
         Plan::Io(io) => io,

@@ -4,12 +4,6 @@ mod common;
 use common::*;
 use std::os::unix::io::AsRawFd;
 
-const WRITE_10: u8 = 0x2A;
-const READ_10: u8 = 0x28;
-const UNMAP: u8 = 0x42;
-const WRITE_SAME_10: u8 = 0x41;
-const WRITE_SAME_16: u8 = 0x93;
-
 fn get_lba_status(f: &Fixture, lba: u64, alloc: u32) -> Vec<u8> {
     let mut c = cdb16(0x9E, 0x12, lba, alloc);
     c[10..14].copy_from_slice(&alloc.to_be_bytes());

@@ -3,9 +3,6 @@
 mod common;
 use common::*;
 
-const READ_10: u8 = 0x28;
-const WRITE_10: u8 = 0x2A;
-
 fn prout(sa: u8, kind: u8, key: u64, sa_key: u64) -> ([u8; 10], Vec<u8>) {
     let mut c = [0u8; 10];
     c[0] = 0x5F;

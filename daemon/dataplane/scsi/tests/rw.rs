@@ -3,19 +3,6 @@ mod common;
 use common::*;
 use std::sync::Arc;
 
-const READ_6: u8 = 0x08;
-const WRITE_6: u8 = 0x0A;
-const READ_10: u8 = 0x28;
-const WRITE_10: u8 = 0x2A;
-const READ_12: u8 = 0xA8;
-const WRITE_12: u8 = 0xAA;
-const READ_16: u8 = 0x88;
-const WRITE_16: u8 = 0x8A;
-const VERIFY_10: u8 = 0x2F;
-const VERIFY_16: u8 = 0x8F;
-const WRITE_AND_VERIFY_10: u8 = 0x2E;
-const COMPARE_AND_WRITE: u8 = 0x89;
-
 #[test]
 fn write_then_read_every_size() {
     let f = fixture();

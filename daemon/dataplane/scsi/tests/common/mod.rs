@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use netcfgd_scsi::{Completion, LogicalUnit, LuOptions, Nexus, Target};
 
-pub const GOOD: u8 = 0x00;
-pub const CHECK_CONDITION: u8 = 0x02;
-pub const CONDITION_MET: u8 = 0x04;
-pub const RESERVATION_CONFLICT: u8 = 0x18;
+// Not every test file uses every name.
+#[allow(unused_imports)]
+pub use netcfgd_scsi::op::*;
+#[allow(unused_imports)]
+pub use netcfgd_scsi::status::{CHECK_CONDITION, CONDITION_MET, GOOD, RESERVATION_CONFLICT};
 
 pub const ILLEGAL_REQUEST: u8 = 0x5;
 pub const UNIT_ATTENTION: u8 = 0x6;
