@@ -24,6 +24,17 @@ else \
 fi
 endef
 
+# $(call apt_unpack,NAME,DEBS,DIR,WHAT): the recipe lines that download Debian's
+# DEBS into .cache/deb/NAME and unpack them into DIR, never installing them;
+# WHAT names them when the download fails.
+define apt_unpack
+@rm -rf .cache/deb/$(1) && mkdir -p .cache/deb/$(1) $(3)
+@cd .cache/deb/$(1) && { apt-get download $(2) >/dev/null 2>&1 || \
+  { apt-get update -qq && apt-get download $(2) >/dev/null 2>&1; }; } \
+  || { echo "cannot download Debian's $(4) (apt-get download $(2))"; exit 1; }
+for deb in .cache/deb/$(1)/*.deb; do dpkg-deb -x $$deb $(3) || exit 1; done
+endef
+
 .PHONY: daemon-deps bench-storm
 .PHONY: all venv ifupdown2-examples bench-deps vm-deps kernel-deps test test-kernel test-vm test-unit test-perf demo bench bench-compile clean
 
@@ -54,11 +65,7 @@ COMPAT_PY_DIR := .cache/compat-python
 COMPAT_DEBS := python3-mako python3-markupsafe
 .PHONY: compat-deps test-compat test-compat-quick
 $(COMPAT_PY_DIR)/.stamp:
-	@rm -rf .cache/deb/compat && mkdir -p .cache/deb/compat $(COMPAT_PY_DIR)
-	@cd .cache/deb/compat && { apt-get download $(COMPAT_DEBS) >/dev/null 2>&1 || \
-	  { apt-get update -qq && apt-get download $(COMPAT_DEBS) >/dev/null 2>&1; }; } \
-	  || { echo "cannot download Debian's python3-mako (apt-get download $(COMPAT_DEBS))"; exit 1; }
-	for deb in .cache/deb/compat/*.deb; do dpkg-deb -x $$deb $(COMPAT_PY_DIR) || exit 1; done
+	$(call apt_unpack,compat,$(COMPAT_DEBS),$(COMPAT_PY_DIR),python3-mako)
 	@touch $@
 compat-deps: venv ifupdown2-examples $(COMPAT_PY_DIR)/.stamp
 test-compat: compat-deps
@@ -74,11 +81,7 @@ OPEN_ISCSI_DIR := .cache/open-iscsi
 OPEN_ISCSI_DEBS := open-iscsi libopeniscsiusr libisns0
 .PHONY: iscsi-initiator
 $(OPEN_ISCSI_DIR)/.stamp:
-	@rm -rf .cache/deb/open-iscsi && mkdir -p .cache/deb/open-iscsi $(OPEN_ISCSI_DIR)
-	@cd .cache/deb/open-iscsi && { apt-get download $(OPEN_ISCSI_DEBS) >/dev/null 2>&1 || \
-	  { apt-get update -qq && apt-get download $(OPEN_ISCSI_DEBS) >/dev/null 2>&1; }; } \
-	  || { echo "cannot download Debian's open-iscsi (apt-get download $(OPEN_ISCSI_DEBS))"; exit 1; }
-	for deb in .cache/deb/open-iscsi/*.deb; do dpkg-deb -x $$deb $(OPEN_ISCSI_DIR) || exit 1; done
+	$(call apt_unpack,open-iscsi,$(OPEN_ISCSI_DEBS),$(OPEN_ISCSI_DIR),open-iscsi)
 	@LD_LIBRARY_PATH=$(OPEN_ISCSI_DIR)/usr/lib/x86_64-linux-gnu ldd $(OPEN_ISCSI_DIR)/sbin/iscsid \
 	  $(OPEN_ISCSI_DIR)/sbin/iscsiadm | grep 'not found' \
 	  && { echo "open-iscsi needs libraries this host lacks (above)"; exit 1; } || true
@@ -212,11 +215,7 @@ $(ANSIBLE_VENV)/.stamp:
 	$(ANSIBLE_VENV)/bin/python -m pip install -q 'ansible-core>=2.17' ansible-lint
 	@touch $@
 $(OPENSSH_DIR)/.stamp:
-	@rm -rf .cache/deb/openssh && mkdir -p .cache/deb/openssh $(OPENSSH_DIR)
-	@cd .cache/deb/openssh && { apt-get download $(OPENSSH_DEBS) >/dev/null 2>&1 || \
-	  { apt-get update -qq && apt-get download $(OPENSSH_DEBS) >/dev/null 2>&1; }; } \
-	  || { echo "cannot download Debian's openssh-server (apt-get download openssh-server)"; exit 1; }
-	for deb in .cache/deb/openssh/*.deb; do dpkg-deb -x $$deb $(OPENSSH_DIR) || exit 1; done
+	$(call apt_unpack,openssh,$(OPENSSH_DEBS),$(OPENSSH_DIR),openssh-server)
 	@LD_LIBRARY_PATH=$(OPENSSH_DIR)/lib/x86_64-linux-gnu:$(OPENSSH_DIR)/usr/lib/x86_64-linux-gnu \
 	  ldd $(OPENSSH_DIR)/usr/sbin/sshd | grep 'not found' \
 	  && { echo "Debian's sshd needs libraries this host lacks (above)"; exit 1; } || true
