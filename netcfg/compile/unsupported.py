@@ -16,8 +16,6 @@ EXPLANATIONS = {
                    "does not manage",
     "link-autoneg": "link speed, duplex and autonegotiation are ethtool settings netcfg "
                     "does not manage",
-    "broadcast": "the kernel derives the broadcast address from the address's prefix; "
-                 "remove the line",
     "bridge-fd": "STP timers are not supported; netcfg runs the kernel STP with its defaults",
     "bridge-maxage": "STP timers are not supported; netcfg runs the kernel STP with its defaults",
     "bridge-hello": "STP timers are not supported; netcfg runs the kernel STP with its defaults",

@@ -138,6 +138,9 @@ def parse_route(text: str) -> dict[str, Any]:
         raise ValueError("expected PREFIX via GATEWAY [dev IF] [table N|vrf NAME] [metric M]")
     route: dict[str, Any] = {"to": _route_prefix(words[0])}
     rest = words[1:]
+    if "onlink" in rest:   # a flag, not a key and value (ip route's)
+        rest.remove("onlink")
+        route["onlink"] = True
     if len(rest) % 2:
         raise ValueError(f"'{rest[-1]}' needs a value (route {text})")
     for key, value in zip(rest[::2], rest[1::2]):
@@ -154,7 +157,8 @@ def parse_route(text: str) -> dict[str, Any]:
         elif key == "metric":
             route["metric"] = parse_int(value)
         else:
-            raise ValueError(f"unknown route option '{key}' (expected via, dev, table, vrf, metric)")
+            raise ValueError(f"unknown route option '{key}' (expected via, dev, table, vrf, "
+                             f"metric, onlink)")
     if "table" in route and "vrf" in route:
         raise ValueError("a route takes either 'table' or 'vrf', not both")
     if "via" not in route and "dev" not in route:
@@ -184,6 +188,8 @@ def format_route(route: dict[str, Any]) -> str:
     for key in ("via", "dev", "table", "vrf", "metric"):
         if key in route:
             parts += [key, str(route[key])]
+    if route.get("onlink"):
+        parts.append("onlink")
     return " ".join(parts)
 
 

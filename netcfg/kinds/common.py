@@ -275,7 +275,22 @@ def _routes(obj: ConfigObject):
                  "dev": obj.name}
         if "vrf" in obj.attrs:
             route["vrf"] = obj.attrs["vrf"]
+        if gateway_onlink(obj, gateway):
+            route["onlink"] = True
         yield "gateway", route
+
+
+def gateway_onlink(obj: ConfigObject, gateway: str) -> bool:
+    """A `gateway` outside every prefix of its interface is reached on the
+    link (onlink), as ifupdown2 adds every gateway route (its policy
+    l3_intf_default_gateway_set_onlink); inside one, onlink changes nothing
+    and is left out, so the route reads back as written."""
+    ip = ipaddress.ip_address(gateway)
+    if ip.version == 6 and ip.is_link_local:
+        return False
+    return not any(ip in ipaddress.ip_interface(a).network for a in obj.attrs.get("address", ())
+                   if (":" in a) == (ip.version == 6))
+
 
 
 def _check_routes(model: Model, report) -> None:
@@ -371,6 +386,16 @@ def _check_gateway(obj: ConfigObject, attribute: str, route: dict, dev: ConfigOb
                    model: Model, local6: dict[str, set], report) -> None:
     gateway = ipaddress.ip_address(route["via"])
     where = obj.where(attribute)
+    if dev.attrs.get("pointopoint") == str(gateway):
+        return   # the kernel routes the peer through the device
+    if route.get("onlink"):
+        if attribute == "gateway":
+            # Implied, as ifupdown2 adds every gateway onlink: a typo in the
+            # gateway would otherwise pass unnoticed.
+            report.warning(where, f"{obj.label()}: gateway {gateway} is on no prefix of "
+                           f"{dev.name}: it is reached on the link (onlink), as ifupdown2 "
+                           f"does", attribute)
+        return
     if gateway.version == 6:
         if gateway.is_link_local:
             return  # on the link by definition

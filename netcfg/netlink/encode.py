@@ -62,7 +62,7 @@ from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, pa
                                   AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-                                  IFA_ADDRESS, IFA_LOCAL, IFF_UP, IFLA_AF_SPEC,
+                                  IFA_ADDRESS, IFA_BROADCAST, IFA_LOCAL, IFF_UP, IFLA_AF_SPEC,
                                   IFLA_BRIDGE_VLAN_INFO, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
                                   IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_GROUP, IFLA_IFNAME, IFLA_LINK,
@@ -383,11 +383,21 @@ def _link_down(op: Operation, ctx: EncodeContext) -> list[Request]:
 # ---------------------------------------------------------------- addresses
 def _address(op: Operation, ctx: EncodeContext) -> bytes:
     family, packed, prefixlen = _parse_address(op)
-    _only(op, ())
+    _only(op, ADDRESS_PARAMS)
     # As iproute2: 127.0.0.0/8 is host-scoped.
     scope = RT_SCOPE_HOST if family == AF_INET and packed[0] == 127 else RT_SCOPE_UNIVERSE
-    return (ifaddrmsg(family, prefixlen, _index(op, ctx), scope=scope)
-            + rtattr(IFA_LOCAL, packed) + rtattr(IFA_ADDRESS, packed))
+    # `pointopoint PEER` (ifupdown2's): IFA_ADDRESS is the peer, as `ip addr
+    # add A peer P`; `broadcast B`: IFA_BROADCAST, as `ip addr add A brd B`.
+    peer = op.params.get("peer")
+    out = (ifaddrmsg(family, prefixlen, _index(op, ctx), scope=scope)
+           + rtattr(IFA_LOCAL, packed)
+           + rtattr(IFA_ADDRESS, ipaddress.ip_address(peer).packed if peer else packed))
+    if op.params.get("broadcast"):
+        out += rtattr(IFA_BROADCAST, ipaddress.ip_address(op.params["broadcast"]).packed)
+    return out
+
+
+ADDRESS_PARAMS = ("peer", "broadcast")
 
 
 _MAX_PREFIX = {AF_INET: 32, AF_INET6: 128}
@@ -427,7 +437,8 @@ def _addr_del(op: Operation, ctx: EncodeContext) -> list[Request]:
 
 
 # ---------------------------------------------------------------- routes
-ROUTE_PARAMS = ("to", "via", "dev", "table", "vrf", "metric", "replace")
+ROUTE_PARAMS = ("to", "via", "dev", "table", "vrf", "metric", "replace", "onlink")
+RTNH_F_ONLINK = 4   # the gateway is on the link, whatever the prefixes say
 # A route-add with "replace" takes over another program's route of the same
 # prefix, table and metric in one step (apply/takeover.py): NLM_F_REPLACE,
 # as `ip route replace`, where NLM_F_EXCL would answer EEXIST.
@@ -453,7 +464,8 @@ def _route(op: Operation, ctx: EncodeContext, adding: bool) -> bytes:
     family = AF_INET if dst.version == 4 else AF_INET6
     if adding:
         scope = RT_SCOPE_UNIVERSE if via is not None else RT_SCOPE_LINK
-        header = rtmsg(family, dst.prefixlen, table, RTPROT_NETCFG, scope, RTN_UNICAST)
+        header = rtmsg(family, dst.prefixlen, table, RTPROT_NETCFG, scope, RTN_UNICAST,
+                       flags=RTNH_F_ONLINK if params.get("onlink") else 0)
     else:
         # Scope NOWHERE and type UNSPEC match any (as `ip route del`); the
         # protocol must match: netcfg deletes only routes it added.

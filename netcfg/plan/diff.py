@@ -16,11 +16,14 @@ ids).
 
 from __future__ import annotations
 
+import ipaddress
+
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from netcfg.kinds import registry, veth
+from netcfg.kinds.common import gateway_onlink
 from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Trait
 from netcfg.model.model import ROOT_NETNS, ConfigObject, Model
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
@@ -46,6 +49,7 @@ HANDLED_ELSEWHERE = frozenset({
     # The ifupdown method is not kernel state: static/manual/loopback change
     # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
     "inet", "inet6",
+    "pointopoint", "broadcast",                    # addr-add's params (address_params)
     # Imperative lines are run, not kernel state (plan/hooks.py, apply/hooks.py).
     "pre-up", "up", "post-up", "pre-down", "down", "post-down",
     # The resolver's, told after each apply (apply/resolver.py).
@@ -273,7 +277,21 @@ def routes_of(obj: ConfigObject) -> Iterable[dict[str, Any]]:
         route = {"to": DEFAULT_ROUTE[6 if ":" in gateway else 4], "via": gateway, "dev": obj.name}
         if VRF in obj.attrs:
             route[VRF] = obj.attrs[VRF]
+        if gateway_onlink(obj, gateway):
+            route["onlink"] = True
         yield route
+
+
+def address_params(obj: ConfigObject) -> dict[str, Any]:
+    """What an IPv4 address-add carries besides the address: the peer
+    (pointopoint), the broadcast address. Set when added, not compared: the
+    read side keeps the address itself (docs/compat.md)."""
+    params = {}
+    if "pointopoint" in obj.attrs:
+        params["peer"] = obj.attrs["pointopoint"]
+    if "broadcast" in obj.attrs:
+        params["broadcast"] = obj.attrs["broadcast"]
+    return params
 
 
 def route_subject(route: dict[str, Any]) -> str:
@@ -564,7 +582,9 @@ class _Diff:
             want_set, had_set = set(want_addrs), set(had_addrs)
             ops.extend(Operation(ADDR_DEL, netns, name, a)
                        for a in dict.fromkeys(had_addrs) if a not in want_set)
-            ops.extend(Operation(ADDR_ADD, netns, name, a)
+            made = address_params(obj)
+            ops.extend(Operation(ADDR_ADD, netns, name, a,
+                                 params=made if made and ":" not in a else {})
                        for a in dict.fromkeys(want_addrs) if a not in had_set)
 
         # Administrative state.
@@ -689,8 +709,8 @@ class _Diff:
             old = had.pop(identity, None)
             if old is not None and (self._route_gone(netns, old, gone)):
                 old = None
-            if old == route:
-                continue
+            if old is not None and old == {k: v for k, v in route.items() if k != "onlink"}:
+                continue   # onlink is a flag of the request; the read side leaves it out
             if old is not None:
                 self.ops.append(Operation(ROUTE_DEL, netns, old["dev"], route_subject(old),
                                           params=old))

@@ -297,3 +297,39 @@ def test_address_virtual_makes_ifupdown2s_macvlans(session, tmp_path, stand_in_p
         info = json.loads(ip("-j", "addr", "show", "dev", dev))[0]["addr_info"]
         assert [a["local"] for a in info if a["family"] == "inet"] == [want]
     assert len(apply(model, session).plan) == 0
+
+
+def test_pointopoint_broadcast_and_onlink(session, tmp_path, stand_in_port):
+    """Hetzner's routed layout (pve-network simple-hetzner-host): a /32 with
+    a point-to-point peer that is the gateway; a broadcast address; a route
+    whose gateway is on no prefix (onlink). A second apply finds nothing."""
+    stand_in_port("eth0")
+    stand_in_port("eth1")
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent("""\
+        auto eth0
+        iface eth0 inet static
+          address 144.76.0.1
+          netmask 255.255.255.255
+          pointopoint 172.31.1.1
+          gateway 172.31.1.1
+
+        auto eth1
+        iface eth1
+          address 192.168.10.1/30
+          broadcast 192.168.10.3
+          route 10.9.0.0/16 via 10.0.0.1 onlink
+        """))
+    model = compile_config(ConfigSource(path=str(path))).model
+    assert apply(model, session).verified
+    (a0,) = [a for a in json.loads(ip("-j", "addr", "show", "dev", "eth0"))[0]["addr_info"]
+             if a["family"] == "inet"]
+    assert (a0["local"], a0["address"], a0["prefixlen"]) == ("144.76.0.1", "172.31.1.1", 32)
+    (a1,) = [a for a in json.loads(ip("-j", "addr", "show", "dev", "eth1"))[0]["addr_info"]
+             if a["family"] == "inet"]
+    assert a1["broadcast"] == "192.168.10.3"
+    routes = {r["dst"]: r for r in json.loads(ip("-j", "route", "show"))}
+    assert routes["default"]["gateway"] == "172.31.1.1"
+    assert "onlink" in routes["10.9.0.0/16"]["flags"]
+    assert len(apply(model, session).plan) == 0
+    assert main(["query", "--check", "-c", str(path)]) == 0

@@ -387,11 +387,12 @@ def test_gateway_in_a_vrf_and_ipv6():
                           gateway=["192.0.2.1", "2001:db8::1"]))
     current = model(iface("red", "vrf", vrf_table=10, auto=False),
                     iface("d", "dummy", auto=False, vrf="red"))
+    # d has no address: its gateways are on no prefix of it, so on the link.
     same(diff(desired, current),
          (ROUTE_ADD, "d", "0.0.0.0/0 vrf red",
-          {"to": "0.0.0.0/0", "via": "192.0.2.1", "dev": "d", "vrf": "red"}),
+          {"to": "0.0.0.0/0", "via": "192.0.2.1", "dev": "d", "vrf": "red", "onlink": True}),
          (ROUTE_ADD, "d", "::/0 vrf red",
-          {"to": "::/0", "via": "2001:db8::1", "dev": "d", "vrf": "red"}))
+          {"to": "::/0", "via": "2001:db8::1", "dev": "d", "vrf": "red", "onlink": True}))
 
 
 def test_gateway_read_back_as_a_default_route_is_the_same_route():
