@@ -60,6 +60,15 @@ fn data_out<'a>(cmd: &Cmd<'a>, nbytes: usize, len_field: u16) -> Result<&'a [u8]
     cmd.data_out.get(..nbytes).ok_or(Sense::invalid_cdb_field(len_field, None))
 }
 
+/// A write's LBA and Data-Out, once the unit takes writes and the transfer
+/// passes `check` and `data_out`.
+fn write_args<'a>(cmd: &Cmd<'a>) -> Result<(u64, &'a [u8]), Sense> {
+    cmd.check_writable()?;
+    let (lba, len, field) = decode(cmd.cdb);
+    let nbytes = check(cmd, lba, len, field)?;
+    Ok((lba, data_out(cmd, nbytes, field)?))
+}
+
 /// The split path (`Target::plan`): a plain READ or WRITE that passed the
 /// target's checks becomes one transfer, unless it has nothing to move or a
 /// write must be synced before status (those go through `execute`).
@@ -100,10 +109,7 @@ pub fn read(cmd: &mut Cmd) -> CmdResult {
 }
 
 pub fn write(cmd: &mut Cmd) -> CmdResult {
-    cmd.check_writable()?;
-    let (lba, len, field) = decode(cmd.cdb);
-    let nbytes = check(cmd, lba, len, field)?;
-    let data = data_out(cmd, nbytes, field)?;
+    let (lba, data) = write_args(cmd)?;
     let _order = locks::read(cmd.lu.write_order());
     cmd.lu.write_at(lba, data).map_err(|_| sense::WRITE_ERROR)?;
     sync_if_needed(cmd)?;
@@ -172,18 +178,15 @@ pub fn verify(cmd: &mut Cmd) -> CmdResult {
 
 /// WRITE AND VERIFY: write, then (BYTCHK=1) read back and compare.
 pub fn write_and_verify(cmd: &mut Cmd) -> CmdResult {
-    cmd.check_writable()?;
-    let (lba, len, field) = decode(cmd.cdb);
+    let (lba, data) = write_args(cmd)?;
     let bytchk = cdb::u8_at(cmd.cdb, 1) & 0x02 != 0;
-    let nbytes = check(cmd, lba, len, field)?;
-    let data = data_out(cmd, nbytes, field)?;
     let _order = locks::read(cmd.lu.write_order());
     cmd.lu.write_at(lba, data).map_err(|_| sense::WRITE_ERROR)?;
     // Verification is of the medium: make the data durable first.
     cmd.lu.sync().map_err(|_| sense::WRITE_ERROR)?;
     if bytchk {
         let mut back = Vec::new();
-        cmd.lu.read_into(lba, nbytes, &mut back).map_err(|_| sense::UNRECOVERED_READ_ERROR)?;
+        cmd.lu.read_into(lba, data.len(), &mut back).map_err(|_| sense::UNRECOVERED_READ_ERROR)?;
         if let Some(off) = first_difference(&back, data) {
             return Err(miscompare(off));
         }
@@ -230,13 +233,10 @@ pub fn compare_and_write(cmd: &mut Cmd) -> CmdResult {
 /// into the medium. Read-modify-write under the exclusive write-order lock,
 /// like COMPARE AND WRITE, so concurrent writes cannot be lost.
 pub fn orwrite(cmd: &mut Cmd) -> CmdResult {
-    cmd.check_writable()?;
-    let (lba, len, field) = decode(cmd.cdb);
-    let nbytes = check(cmd, lba, len, field)?;
-    let data = data_out(cmd, nbytes, field)?;
+    let (lba, data) = write_args(cmd)?;
     let mut medium = Vec::new();
     let _exclusive = locks::write(cmd.lu.write_order());
-    cmd.lu.read_into(lba, nbytes, &mut medium).map_err(|_| sense::UNRECOVERED_READ_ERROR)?;
+    cmd.lu.read_into(lba, data.len(), &mut medium).map_err(|_| sense::UNRECOVERED_READ_ERROR)?;
     for (m, d) in medium.iter_mut().zip(data.iter()) {
         *m |= *d;
     }

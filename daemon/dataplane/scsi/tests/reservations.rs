@@ -26,6 +26,14 @@ fn prin(f: &Fixture, who: u32, sa: u8) -> Vec<u8> {
     d
 }
 
+/// A fixture where nexus 1 has registered key 0xA and nexus 2 key 0xB.
+fn two_registrants() -> Fixture {
+    let f = fixture();
+    out(&f, 1, REGISTER, 0, 0, 0xA);
+    out(&f, 2, REGISTER, 0, 0, 0xB);
+    f
+}
+
 fn status_of(f: &Fixture, who: u32, cdb: &[u8], data: &[u8]) -> u8 {
     f.run_as(&nexus(who), 0, cdb, data).0.status
 }
@@ -64,9 +72,7 @@ fn register_read_keys_and_generation() {
 
 #[test]
 fn reserve_release_and_read_reservation() {
-    let f = fixture();
-    out(&f, 1, REGISTER, 0, 0, 0xA);
-    out(&f, 2, REGISTER, 0, 0, 0xB);
+    let f = two_registrants();
     assert_eq!(out(&f, 3, RESERVE, 1, 0, 0), RESERVATION_CONFLICT, "unregistered");
     assert_eq!(out(&f, 1, RESERVE, 1, 0xB, 0), RESERVATION_CONFLICT, "wrong key");
     assert_eq!(out(&f, 1, RESERVE, 1, 0xA, 0), GOOD);
@@ -106,9 +112,7 @@ fn conflict_matrix_per_type() {
     ];
     let ok = |b: bool| if b { GOOD } else { RESERVATION_CONFLICT };
     for (kind, reg_r, reg_w, oth_r, oth_w) in table {
-        let f = fixture();
-        out(&f, 1, REGISTER, 0, 0, 0xA);
-        out(&f, 2, REGISTER, 0, 0, 0xB);
+        let f = two_registrants();
         assert_eq!(out(&f, 1, RESERVE, kind, 0xA, 0), GOOD);
         assert_eq!(status_of(&f, 1, &read, &[]), GOOD, "type {} holder read", kind);
         assert_eq!(status_of(&f, 1, &write, &data), GOOD, "type {} holder write", kind);
@@ -127,9 +131,7 @@ fn conflict_matrix_per_type() {
 
 #[test]
 fn all_registrants_reservation_survives_the_reserver_leaving() {
-    let f = fixture();
-    out(&f, 1, REGISTER, 0, 0, 0xA);
-    out(&f, 2, REGISTER, 0, 0, 0xB);
+    let f = two_registrants();
     out(&f, 1, RESERVE, 7, 0xA, 0);
     assert_eq!(out(&f, 1, REGISTER, 0, 0xA, 0), GOOD);
     // Still reserved (2 is a registrant, so a holder); 3 may not write.
@@ -141,9 +143,7 @@ fn all_registrants_reservation_survives_the_reserver_leaving() {
 
 #[test]
 fn preempt_and_clear() {
-    let f = fixture();
-    out(&f, 1, REGISTER, 0, 0, 0xA);
-    out(&f, 2, REGISTER, 0, 0, 0xB);
+    let f = two_registrants();
     out(&f, 1, RESERVE, 3, 0xA, 0);
     // 2 preempts the holder: the reservation and 1's registration move/go.
     assert_eq!(out(&f, 2, PREEMPT, 1, 0xB, 0xA), GOOD);

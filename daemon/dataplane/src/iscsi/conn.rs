@@ -45,6 +45,23 @@ impl ConnCtx {
     pub fn admit(usage: &Arc<NsUsage>) -> Option<Permit> {
         Permit::take(&[&usage.connections], 1)
     }
+
+    /// For the unit tests and the fuzz targets: a connection to `portal` in
+    /// a live namespace, with default limits and a fresh connection count.
+    #[cfg(any(test, fuzzing))]
+    pub fn standalone(registry: Arc<Registry>, netns: &str, ns_identity: u64, portal: &str) -> ConnCtx {
+        ConnCtx {
+            registry,
+            netns: netns.into(),
+            ns_identity,
+            ns_alive: Arc::new(AtomicBool::new(true)),
+            portal_alive: Arc::new(AtomicBool::new(true)),
+            portal: portal.into(),
+            limits: Limits::default(),
+            usage: Default::default(),
+            admitted: ConnCtx::admit(&Default::default()),
+        }
+    }
 }
 
 /// Sequence numbers of the session (one connection per session).

@@ -10,7 +10,6 @@ use std::time::Instant;
 use netcfgd_scsi::{LogicalUnit, LuOptions};
 
 use super::conn::{ConnCtx, Connection};
-use super::params::Limits;
 use super::pdu::{self, op, Digests, Header};
 use super::text;
 use crate::registry::{Namespace, Registry};
@@ -39,20 +38,7 @@ fn registry() -> Arc<Registry> {
 /// Feed `data` to a fresh connection; with an odd first byte, after a valid login.
 pub fn drive(data: &[u8]) {
     let reg = registry();
-    let mut c = Connection::new(
-        ConnCtx {
-            registry: reg,
-            netns: String::new(),
-            ns_identity: 1,
-            ns_alive: Arc::new(AtomicBool::new(true)),
-            portal_alive: Arc::new(AtomicBool::new(true)),
-            portal: "127.0.0.1:3260".into(),
-            limits: Limits::default(),
-            usage: Default::default(),
-            admitted: ConnCtx::admit(&Default::default()),
-        },
-        Instant::now(),
-    );
+    let mut c = Connection::new(ConnCtx::standalone(reg, "", 1, "127.0.0.1:3260"), Instant::now());
     let mut input = Vec::new();
     if data.first().is_some_and(|b| b & 1 == 1) {
         let mut keys = Vec::new();

@@ -1,6 +1,8 @@
 //! Operational parameter negotiation (RFC 7143 13): what the initiator
 //! offers, what we answer, and the values in force afterwards.
 
+use std::ops::RangeInclusive;
+
 use super::text;
 
 /// What this target is willing to do (our side of each negotiation).
@@ -127,41 +129,11 @@ pub fn negotiate(key: &str, value: &str, limits: &Limits, p: &mut Params, reply:
             // Our own value is declared by the caller once per login.
             return;
         }
-        "MaxBurstLength" => match num(value) {
-            Some(n) if (512..=16_777_215).contains(&n) => {
-                p.max_burst = (n as u32).min(limits.max_burst);
-                p.max_burst.to_string()
-            }
-            _ => "Reject".to_string(),
-        },
-        "FirstBurstLength" => match num(value) {
-            Some(n) if (512..=16_777_215).contains(&n) => {
-                p.first_burst = (n as u32).min(limits.first_burst);
-                p.first_burst.to_string()
-            }
-            _ => "Reject".to_string(),
-        },
-        "DefaultTime2Wait" => match num(value) {
-            Some(n) if n <= 3600 => {
-                p.default_time2wait = (n as u32).max(limits.default_time2wait);
-                p.default_time2wait.to_string()
-            }
-            _ => "Reject".to_string(),
-        },
-        "DefaultTime2Retain" => match num(value) {
-            Some(n) if n <= 3600 => {
-                p.default_time2retain = (n as u32).min(limits.default_time2retain);
-                p.default_time2retain.to_string()
-            }
-            _ => "Reject".to_string(),
-        },
-        "MaxOutstandingR2T" => match num(value) {
-            Some(n) if (1..=65535).contains(&n) => {
-                p.max_outstanding_r2t = (n as u32).min(limits.max_outstanding_r2t);
-                p.max_outstanding_r2t.to_string()
-            }
-            _ => "Reject".to_string(),
-        },
+        "MaxBurstLength" => numeric(value, 512..=16_777_215, limits.max_burst, u32::min, &mut p.max_burst),
+        "FirstBurstLength" => numeric(value, 512..=16_777_215, limits.first_burst, u32::min, &mut p.first_burst),
+        "DefaultTime2Wait" => numeric(value, 0..=3600, limits.default_time2wait, u32::max, &mut p.default_time2wait),
+        "DefaultTime2Retain" => numeric(value, 0..=3600, limits.default_time2retain, u32::min, &mut p.default_time2retain),
+        "MaxOutstandingR2T" => numeric(value, 1..=65535, limits.max_outstanding_r2t, u32::min, &mut p.max_outstanding_r2t),
         // We deliver and expect data in order; OR with our Yes gives Yes.
         "DataPDUInOrder" | "DataSequenceInOrder" => match value {
             "Yes" | "No" => "Yes".to_string(),
@@ -177,6 +149,19 @@ pub fn negotiate(key: &str, value: &str, limits: &Limits, p: &mut Params, reply:
         _ => "NotUnderstood".to_string(),
     };
     text::push(reply, key, &answer);
+}
+
+/// A numerical key (RFC 7143 6.2.2): a value in `range` settles on
+/// `pick(value, ours)`, kept in `slot` and answered; any other is rejected.
+fn numeric(value: &str, range: RangeInclusive<u64>, ours: u32, pick: fn(u32, u32) -> u32,
+           slot: &mut u32) -> String {
+    match text::number(value) {
+        Some(n) if range.contains(&n) => {
+            *slot = pick(n as u32, ours);
+            slot.to_string()
+        }
+        _ => "Reject".to_string(),
+    }
 }
 
 /// After a negotiation round: FirstBurstLength may not exceed MaxBurstLength.

@@ -735,25 +735,25 @@ impl Cdb {
     }
 }
 
-/// Fixed-format sense: ABORTED COMMAND, DATA PHASE ERROR (a Data-Out out of
-/// sequence).
-fn data_phase_error() -> Vec<u8> {
+/// Fixed-format sense data (SPC-4 4.5.3): current error, sense `key`,
+/// additional sense code `asc` (qualifier 0).
+fn fixed_sense(key: u8, asc: u8) -> Vec<u8> {
     let mut s = vec![0u8; 18];
     s[0] = 0x70;
-    s[2] = 0x0b;
+    s[2] = key;
     s[7] = 10;
-    s[12] = 0x4b;
+    s[12] = asc;
     s
 }
 
-/// Fixed-format sense: ILLEGAL REQUEST, INVALID FIELD IN CDB.
+/// ABORTED COMMAND, DATA PHASE ERROR (a Data-Out out of sequence).
+fn data_phase_error() -> Vec<u8> {
+    fixed_sense(0x0b, 0x4b)
+}
+
+/// ILLEGAL REQUEST, INVALID FIELD IN CDB.
 fn invalid_field_in_cdb() -> Vec<u8> {
-    let mut s = vec![0u8; 18];
-    s[0] = 0x70;
-    s[2] = 0x05;
-    s[7] = 10;
-    s[12] = 0x24;
-    s
+    fixed_sense(0x05, 0x24)
 }
 
 #[cfg(test)]

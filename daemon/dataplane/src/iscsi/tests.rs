@@ -12,7 +12,6 @@ use std::time::Instant;
 use netcfgd_scsi::{LogicalUnit, LuOptions};
 
 use super::conn::{ConnCtx, Connection};
-use super::params::Limits;
 use super::pdu::{self, op, Bhs, Digests, Header};
 use super::text;
 use crate::batch::IoEngine;
@@ -62,20 +61,7 @@ mod tempdir {
 }
 
 fn conn(reg: &Arc<Registry>, identity: u64) -> Connection {
-    Connection::new(
-        ConnCtx {
-            registry: reg.clone(),
-            netns: "t1".into(),
-            ns_identity: identity,
-            ns_alive: Arc::new(AtomicBool::new(true)),
-            portal_alive: Arc::new(AtomicBool::new(true)),
-            portal: "10.0.0.1:3260".into(),
-            limits: Limits::default(),
-            usage: Default::default(),
-            admitted: ConnCtx::admit(&Default::default()),
-        },
-        Instant::now(),
-    )
+    Connection::new(ConnCtx::standalone(reg.clone(), "t1", identity, "10.0.0.1:3260"), Instant::now())
 }
 
 fn login_req(csg: u8, nsg: u8, transit: bool, keys: &[(&str, &str)], cmdsn: u32) -> Vec<u8> {
