@@ -24,7 +24,7 @@ import socket
 from dataclasses import dataclass
 from typing import Iterator
 
-from netcfg.kernel.nl import SO_RCVBUFFORCE, force_buffer
+from netcfg.kernel.nl import SO_RCVBUFFORCE, OwnsSocket, force_buffer
 from netcfg.model.errors import NetcfgError
 from netcfg.netlink.nlmsg import (IFA_PROTO, IFADDRMSG, IFINFOMSG, IFLA_IFNAME,
                                   NETLINK_ADD_MEMBERSHIP, NETLINK_LISTEN_ALL_NSID, NETLINK_ROUTE,
@@ -89,7 +89,7 @@ class Event:
     origin: int = 0
 
 
-class EventSocket:
+class EventSocket(OwnsSocket):
     """Equivalent to: `ip monitor all-nsid link address route nsid`.
 
     Subscribe first (the constructor), then list (the caller's first full
@@ -124,15 +124,6 @@ class EventSocket:
 
     def fileno(self) -> int:
         return self.sock.fileno()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> "EventSocket":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def read(self, limit: int = 4096) -> list[Event]:
         """The notifications waiting now (at most ``limit`` datagrams), without

@@ -24,7 +24,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Self, Sequence
 
 # netcfg.model.errors cannot be the first netcfg module imported: it imports
 # netcfg.model.location, whose package imports netcfg.model.errors back (a cycle).
@@ -222,7 +222,22 @@ class Dump:
                 "by a concurrent change (NLM_F_DUMP_INTR); dump again")
 
 
-class RtnlSocket:
+class OwnsSocket:
+    """Owns ``self.sock``: close() closes it, and so does leaving a ``with``."""
+
+    sock: socket.socket
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RtnlSocket(OwnsSocket):
     """A NETLINK_ROUTE socket set up for batched writes and kernel-filtered dumps.
 
     Wraps ``sock`` as given, so a socket opened inside another namespace
@@ -256,15 +271,6 @@ class RtnlSocket:
         except BaseException:
             sock.close()
             raise
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> "RtnlSocket":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- writes -----------------------------------------------------------
     def transact(self, requests: Sequence[Request], max_send: int | None = None) -> BatchResult:
