@@ -126,31 +126,27 @@ pub fn assert_invalid_cdb_field(c: &Completion, byte: u16) {
     assert_eq!(u16::from_be_bytes([c.sense[16], c.sense[17]]), byte, "field pointer");
 }
 
-pub fn cdb10(op: u8, b1: u8, lba: u32, len: u16) -> [u8; 10] {
-    let mut c = [0u8; 10];
+/// A READ/WRITE-family CDB (SBC-3): the opcode, byte 1, the LBA from byte 2
+/// and the transfer length from byte `len_at`, both big-endian.
+fn rw_cdb<const N: usize>(op: u8, b1: u8, lba: &[u8], len: &[u8], len_at: usize) -> [u8; N] {
+    let mut c = [0u8; N];
     c[0] = op;
     c[1] = b1;
-    c[2..6].copy_from_slice(&lba.to_be_bytes());
-    c[7..9].copy_from_slice(&len.to_be_bytes());
+    c[2..2 + lba.len()].copy_from_slice(lba);
+    c[len_at..len_at + len.len()].copy_from_slice(len);
     c
+}
+
+pub fn cdb10(op: u8, b1: u8, lba: u32, len: u16) -> [u8; 10] {
+    rw_cdb(op, b1, &lba.to_be_bytes(), &len.to_be_bytes(), 7)
 }
 
 pub fn cdb12(op: u8, b1: u8, lba: u32, len: u32) -> [u8; 12] {
-    let mut c = [0u8; 12];
-    c[0] = op;
-    c[1] = b1;
-    c[2..6].copy_from_slice(&lba.to_be_bytes());
-    c[6..10].copy_from_slice(&len.to_be_bytes());
-    c
+    rw_cdb(op, b1, &lba.to_be_bytes(), &len.to_be_bytes(), 6)
 }
 
 pub fn cdb16(op: u8, b1: u8, lba: u64, len: u32) -> [u8; 16] {
-    let mut c = [0u8; 16];
-    c[0] = op;
-    c[1] = b1;
-    c[2..10].copy_from_slice(&lba.to_be_bytes());
-    c[10..14].copy_from_slice(&len.to_be_bytes());
-    c
+    rw_cdb(op, b1, &lba.to_be_bytes(), &len.to_be_bytes(), 10)
 }
 
 /// A recognisable pattern for `blocks` blocks starting at `seed`.
