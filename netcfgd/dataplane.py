@@ -16,10 +16,10 @@ error never stops the others. See docs/dataplane.md for the API underneath.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from netcfg.apply.secrets import read_private_file
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import ConfigObject, Model
 
@@ -134,24 +134,7 @@ def target_spec(obj: ConfigObject) -> TargetSpec:
 def read_secret_file(path: str, what: str) -> tuple[str, bytes]:
     """A CHAP secret file: one line ``USER SECRET``. It must be a regular file
     owned by root and readable by nobody else (mode 0600 or 0400)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError as e:
-        raise DataplaneError(f"{what} {path}: cannot open: {e.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise DataplaneError(f"{what} {path}: not a regular file")
-        if st.st_uid != 0:
-            raise DataplaneError(f"{what} {path}: owned by uid {st.st_uid}, not root; "
-                                 f"chown root:root {path}")
-        if st.st_mode & 0o077:
-            raise DataplaneError(f"{what} {path}: mode {stat.S_IMODE(st.st_mode):04o} lets group "
-                                 f"or others read the secret; chmod 600 {path}")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            content = f.read(4096)
-    finally:
-        os.close(fd)
+    content = read_private_file(path, what, DataplaneError)
     words = content.split()
     if len(words) != 2:
         raise DataplaneError(f"{what} {path}: expected one line 'USER SECRET' (two words)")

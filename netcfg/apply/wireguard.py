@@ -20,9 +20,8 @@ back with it (GET_DEVICE hands it to CAP_NET_ADMIN), so it is known too.
 from __future__ import annotations
 
 import dataclasses
-import os
-import stat
 
+from netcfg.apply.secrets import read_private_file
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.session import KernelSession
 from netcfg.kinds.wireguard import (FWMARK, GENL_ATTRIBUTES, LISTEN_PORT, PEER,
@@ -52,23 +51,7 @@ class WireguardError(NetcfgError):
 def read_key_file(path: str, what: str) -> bytes:
     """A WireGuard private key file (base64 of 32 bytes, as `wg genkey` writes
     it): a regular file owned by root, readable and writable by root alone."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError as e:
-        raise KeyFileError(f"{what} {path}: cannot open: {e.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise KeyFileError(f"{what} {path}: not a regular file")
-        if st.st_uid != 0:
-            raise KeyFileError(f"{what} {path}: owned by uid {st.st_uid}, not root; "
-                               f"chown root:root {path}")
-        if st.st_mode & 0o077:
-            raise KeyFileError(f"{what} {path}: mode {stat.S_IMODE(st.st_mode):04o} lets group "
-                               f"or others read the key; chmod 600 {path}")
-        content = os.read(fd, 4096)
-    finally:
-        os.close(fd)
+    content = read_private_file(path, what, KeyFileError, holds="the key")
     try:
         return key_bytes(content.decode("ascii", errors="replace").strip())
     except ValueError:
