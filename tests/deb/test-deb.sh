@@ -7,6 +7,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=$root/.cache/deb
+mkdir -p "$root/.cache"   # a fresh clone has none when test-deb runs alone
 t0=$SECONDS
 stage() { echo "== $1 (t+$((SECONDS - t0)) s)"; }
 
