@@ -377,6 +377,10 @@ class _Context:
     def new_ifindex(self, netns: str, name: str) -> int:
         return self.session.new_ifindex(netns, name)
 
+    def ifindex_taken(self, netns: str, index: int) -> bool:
+        state = self.session.states.get(netns)
+        return state is None or index in state.names
+
     def vrf_table(self, netns: str, name: str) -> int:
         # A vrf created by this plan is not in the read-back state yet.
         created = self.vrf_tables.get((netns, name))

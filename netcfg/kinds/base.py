@@ -134,7 +134,7 @@ class Kind(Trait):
         return declared_params(obj, self.name)
 
     def read_back(self, attrs: dict[str, Any], notes: list[str], name: str) -> None:
-        """Adjust the attributes read from the kernel's IFLA_INFO_DATA (decoded
+        """Adjust the attributes of one device read from the kernel (decoded
         by the schema's declarations, netcfg/netlink/read_parse.py) where no
         table can say: drop what has no meaning, note what has no spelling."""
 

@@ -113,6 +113,9 @@ class EncodeContext(Protocol):
         let the kernel choose. Chosen by the applier so it knows the new
         device's index without reading it back (see _link_add)."""
 
+    def ifindex_taken(self, netns: str, index: int) -> bool:
+        """Whether ``index`` may be in use in ``netns`` (True when unknown)."""
+
 
 @dataclass
 class StaticContext:
@@ -141,6 +144,9 @@ class StaticContext:
 
     def new_ifindex(self, netns: str, name: str) -> int:
         return self.new_ifindexes.get((netns, name), 0)
+
+    def ifindex_taken(self, netns: str, index: int) -> bool:
+        return index in {i for (ns, _), i in self.ifindexes.items() if ns == netns}
 
 
 class EncodeError(NetcfgError):
@@ -233,6 +239,16 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
                                       f"{', '.join(sorted(INFO_DATA))})")
     attrs = [rtattr_str(IFLA_IFNAME, op.name), rtattr_u32(IFLA_GROUP, NETCFG_GROUP)]
     index = ctx.new_ifindex(op.netns, op.name)
+    lower_netns = params.get(LOWER_NETNS, op.netns) if LOWER in params else op.netns
+    if index and lower_netns != op.netns:
+        # The kernel makes the device in its lower's namespace and then moves
+        # it (rtnl_newlink_create): an index taken there is EBUSY. The next
+        # free one here that is not in use there (bounded: an unread
+        # namespace counts every index as taken; EBUSY then reverts).
+        for _ in range(64):
+            if not ctx.ifindex_taken(lower_netns, index):
+                break
+            index = ctx.new_ifindex(op.netns, op.name)
     later: list[bytes] = []
     data: list[bytes] = []
     # Read together with the param they qualify.

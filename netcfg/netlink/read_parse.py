@@ -108,8 +108,7 @@ def _ip(value: memoryview | bytes) -> str:
 # attribute, by its codec; then the kind's read_back hook says what no table
 # can (a vxlan's VNI in metadata mode, a bond's LACP rate outside 802.3ad).
 
-def _table_decoder(table: dict[int, tuple[str, Callable[[memoryview], Any]]],
-                   read_back: Callable[..., None] | None):
+def _table_decoder(table: dict[int, tuple[str, Callable[[memoryview], Any]]]):
     def decode(data: dict[int, memoryview], notes: list[str], name: str) -> dict[str, Any]:
         attrs: dict[str, Any] = {}
         for number, (attribute, decode_value) in table.items():   # schema order
@@ -118,29 +117,21 @@ def _table_decoder(table: dict[int, tuple[str, Callable[[memoryview], Any]]],
                 decoded = decode_value(value)
                 if decoded is not None:
                     attrs[attribute] = decoded
-        if read_back is not None:
-            read_back(attrs, notes, name)
         return attrs
     return decode
 
 
-def _kind_tables():
-    hooks = {k.info_kind: k for k in registry.interface_kinds() if k.info_kind}
-    kinds: dict[str, tuple[frozenset[int], Callable[..., dict[str, Any]]]] = {}
-    for info_kind, table in READ_INFO.items():
-        kind = hooks.get(info_kind)
-        hook = kind.read_back if kind is not None and type(kind).read_back is not \
-            Kind.read_back else None
-        kinds[info_kind] = (frozenset(table), _table_decoder(table, hook))
-    return kinds
-
-
 # IFLA_INFO_KIND -> (IFLA_INFO_DATA attributes to parse, decoder). A kind
 # missing here has no attributes of its own to read (veth, dummy).
-KIND_DATA = _kind_tables()
+KIND_DATA = {info_kind: (frozenset(table), _table_decoder(table))
+             for info_kind, table in READ_INFO.items()}
+# IFLA_INFO_KIND -> the kind's read_back hook, run on the link's attributes
+# once all are read (only kinds that override it).
+READ_BACK = {k.info_kind: k.read_back for k in registry.interface_kinds()
+             if k.info_kind and type(k).read_back is not Kind.read_back}
 
 # IFLA_INFO_SLAVE_KIND -> (IFLA_INFO_SLAVE_DATA attributes, decoder): port settings.
-_port = _table_decoder(READ_PORT, None)
+_port = _table_decoder(READ_PORT)
 SLAVE_DATA: dict[str, tuple[frozenset[int], Callable[[dict[int, memoryview]], dict[str, Any]]]] = {
     "bridge": (frozenset(READ_PORT), lambda d: _port(d, [], "")),
 }
@@ -201,6 +192,9 @@ def parse_link(payload: bytes | memoryview, notes: list[str] | None = None) -> L
             attrs["alias"] = alias
     if IFLA_AF_SPEC in a:
         attrs.update(_inet6(a[IFLA_AF_SPEC]))
+    read_back = READ_BACK.get(info_kind) if info_kind is not None else None
+    if read_back is not None:
+        read_back(attrs, notes if notes is not None else [], name)
     return Link(
         index=index, name=name, flags=flags, info_kind=info_kind, attrs=attrs,
         group=attr_u32(a[IFLA_GROUP]) if IFLA_GROUP in a else 0,
