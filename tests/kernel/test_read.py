@@ -98,10 +98,25 @@ def iface(name, kind, netns="", auto=False, **attrs):
 
 
 COMMON = {"addr-gen-mode": "eui64", "disable-ipv6": False}
+# A new bridge's, port's and vxlan's knobs as the kernel reports them (the
+# schemas' declared attributes; bridge-vlan-protocol and -vlan-stats only
+# where the kernel has CONFIG_BRIDGE_VLAN_FILTERING, which this one lacks).
+BRIDGE_KNOBS = {"bridge-fd": 15, "bridge-hello": 2, "bridge-maxage": 20,
+                "bridge-bridgeprio": 32768, "bridge-hashel": 16, "bridge-hashmax": 4096,
+                "bridge-mcrouter": 1, "bridge-mcqifaddr": False, "bridge-mcquerier": False,
+                "bridge-mclmc": 2, "bridge-mcsqc": 2, "bridge-mclmi": 1, "bridge-mcmi": 260,
+                "bridge-mcqpi": 255, "bridge-mcqi": 125, "bridge-mcqri": 10, "bridge-mcsqi": 31,
+                "bridge-igmp-version": 2, "bridge-mld-version": 1, "bridge-mcstats": False}
+# A veth's path cost is 2: the kernel's for 10 Gb/s, the speed a veth reports.
+PORT_KNOBS = {"bridge-arp-nd-suppress": False, "bridge-unicast-flood": True,
+              "bridge-multicast-flood": True, "bridge-broadcast-flood": True,
+              "bridge-portmcrouter": 1, "bridge-portmcfl": False, "bridge-portprios": 32,
+              "bridge-pathcosts": 2}
+VXLAN_KNOBS = {"vxlan-ageing": 300, "vxlan-ttl": 0}
 
 EXPECTED = [
     iface("br0", "bridge", auto=True, bridge_ports=["p0", "p1"], bridge_vlan_aware=False,
-          bridge_stp=True, bridge_mcsnoop=False, bridge_ageing=200, mtu=1400,
+          bridge_stp=True, bridge_mcsnoop=False, bridge_ageing=200, **BRIDGE_KNOBS, mtu=1400,
           hwaddress="02:00:00:00:00:01", alias="tenant bridge", **COMMON,
           address=["10.0.0.1/24", "2001:db8::1/64"],
           route=[{"to": "10.8.0.0/16", "via": "10.0.0.2", "dev": "br0", "table": 100, "metric": 5},
@@ -111,18 +126,20 @@ EXPECTED = [
     iface("lo", "loopback", auto=True, mtu=65536, **COMMON),
     iface("mv0", "macvlan", macvlan_mode="private", mtu=1500, hwaddress="02:00:00:00:00:30",
           **COMMON, macvlan_raw_device="q0"),
-    iface("p0", "veth", auto=True, bridge_learning=True, mtu=1400,
+    iface("p0", "veth", auto=True, bridge_learning=True, **PORT_KNOBS, mtu=1400,
           hwaddress="02:00:00:00:00:10", **COMMON, veth_peer_name="q0"),
-    iface("p1", "veth", auto=True, bridge_learning=True, mtu=1400,
+    iface("p1", "veth", auto=True, bridge_learning=True, **PORT_KNOBS, mtu=1400,
           hwaddress="02:00:00:00:00:11", **COMMON, veth_peer_name="q1"),
     # Options written before `type veth` are this end's only: the peer keeps 1500.
     iface("q0", "veth", mtu=1500, hwaddress="02:00:00:00:00:20", **COMMON, veth_peer_name="p0"),
     iface("q1", "veth", mtu=1500, hwaddress="02:00:00:00:00:21", **COMMON, veth_peer_name="p1"),
     iface("vx0", "vxlan", vxlan_id=42, vxlan_local_tunnelip="192.0.2.1", vxlan_port=4790,
-          vxlan_learning=False, mtu=1500, hwaddress="02:00:00:00:00:40", **COMMON),
+          vxlan_learning=False, **VXLAN_KNOBS, mtu=1500, hwaddress="02:00:00:00:00:40",
+          **COMMON),
     # `external` turns learning off (iproute2 sends IFLA_VXLAN_LEARNING 0 with it).
     iface("vx1", "vxlan", vxlan_vnifilter=True, vxlan_local_tunnelip="192.0.2.1",
-          vxlan_port=4789, vxlan_learning=False, mtu=1500, hwaddress="02:00:00:00:00:41",
+          vxlan_port=4789, vxlan_learning=False, **VXLAN_KNOBS, mtu=1500,
+          hwaddress="02:00:00:00:00:41",
           **COMMON),
     iface("x0", "veth", auto=True, mtu=1500, hwaddress="02:00:00:00:00:50", **COMMON,
           address=["10.1.0.1/30"], veth_peer_name="x1", veth_peer_netns=TENANT),
