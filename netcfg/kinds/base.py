@@ -12,6 +12,7 @@ same hooks and run for every object whose kind lists them.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
 
 from netcfg.model.location import SourceLocation
@@ -143,9 +144,15 @@ def declared_params(obj: ConfigObject, group: str, skip: Iterable[str] = ()) -> 
     """{param: value} of the group's declared IFLA_INFO_DATA attributes that
     ``obj`` writes and a create request carries, in schema order."""
     attrs = obj.attrs
-    return {m.param: attrs[m.attribute] for m in kernel_mappings(group)
-            if m.place == INFO and m.at_create and m.attribute in attrs
-            and m.attribute not in skip}
+    return {param: attrs[attribute] for attribute, param in _create_mappings(group)
+            if attribute in attrs and attribute not in skip}
+
+
+@cache
+def _create_mappings(group: str) -> tuple[tuple[str, str], ...]:
+    # Once per kind: a big config creates 4094 bridges.
+    return tuple((m.attribute, m.param) for m in kernel_mappings(group)
+                 if m.place == INFO and m.at_create)
 
 
 def declared_immutables(group: str) -> frozenset[str]:
