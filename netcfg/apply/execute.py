@@ -44,6 +44,7 @@ from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED,
                                  UnknownDevice, UsageError, did_you_mean)
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.model import ROOT_NETNS, Model
+from netcfg.netlink.attrs import sysctl_writes
 from netcfg.netlink.encode import PROTOCOL, delete_group, encode
 from netcfg.netlink.nlmsg import Request
 from netcfg.plan.diff import PEER_NETNS_PARAM, diff
@@ -447,18 +448,17 @@ def _sysctls(op: Operation, session: KernelSession) -> None:
     from the helper thread inside the device's namespace (/proc/sys/net is
     the namespace of whoever opens it), once the batch made the device; the
     planner brings a device up in a later batch than it creates or sets it."""
-    if op.action not in (LINK_ADD, LINK_SET) or "disable-ipv6" not in op.params:
+    if op.action not in (LINK_ADD, LINK_SET):
         return
-    value = "1" if op.params["disable-ipv6"] else "0"
-    path = f"/proc/sys/net/ipv6/conf/{op.name}/disable_ipv6"
+    # The declared sysctls (schemas' "place": "sysctl": disable-ipv6, ip-forward...).
+    for path, value in sysctl_writes(op.name, op.params):
+        def write(path: str = path, value: str = value) -> None:
+            with open(path, "w") as f:
+                f.write(value)
 
-    def write() -> None:
-        with open(path, "w") as f:
-            f.write(value)
-
-    try:
-        session.switcher.call(session.netns(op.netns), write)
-    except OSError as e:
-        raise ApplyFailed(f"{op.describe()}: cannot write {path}: {e.strerror}") from None
+        try:
+            session.switcher.call(session.netns(op.netns), write)
+        except OSError as e:
+            raise ApplyFailed(f"{op.describe()}: cannot write {path}: {e.strerror}") from None
 
 

@@ -80,6 +80,23 @@ def _u8(attr: int) -> Encoder:
     return lambda v: rtattr(attr, struct.pack("=B", int(v)))
 
 
+def sysctl_writes(name: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(/proc/sys path, text) of the per-device sysctls among ``params``
+    (declared ``"place": "sysctl"``, ``path`` with IF for the device: split
+    at its dots before the name goes in, as a name may have dots)."""
+    out = []
+    for attribute, value in params.items():
+        setting = SETTINGS.get(attribute)
+        if setting is None or setting.place != SYSCTL or not setting.key:
+            continue
+        if value is None:
+            value = setting.reset
+        parts = [name if part == "IF" else part for part in setting.key.split(".")]
+        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
+        out.append(("/proc/sys/" + "/".join(parts), text))
+    return out
+
+
 # ---------------------------------------------------------------- attributes by config name
 @dataclass(frozen=True, slots=True)
 class Setting:
@@ -111,10 +128,14 @@ def _derive():
     settings: dict[str, Setting] = {}
     read_info: dict[str, dict[int, tuple[str, Decoder]]] = {}
     read_port: dict[int, tuple[str, Decoder]] = {}
+    read_devconf: list[tuple[str, int, str]] = []
     for group in all_groups():
         for m in kernel_mappings(group):
             if m.place == SYSCTL:
-                settings[m.attribute] = Setting(SYSCTL, reset=_reset(m))
+                settings[m.attribute] = Setting(SYSCTL, reset=_reset(m), key=m.path)
+                if m.devconf and m.attribute not in _HAND_READ:
+                    family, _, index = m.devconf.partition(":")
+                    read_devconf.append((family, int(index), m.attribute))
                 continue
             encoder = declared_encoder(m)
             decode = codec(m).decode
@@ -129,10 +150,12 @@ def _derive():
             if m.mutable:
                 settings[m.attribute] = Setting(m.place, encoder, group if m.place == INFO else "",
                                                 m.param, _reset(m), m.at_create)
-    return info, settings, read_info, read_port
+    return info, settings, read_info, read_port, tuple(read_devconf)
 
 
-INFO_DATA, SETTINGS, READ_INFO, READ_PORT = _derive()
+# read_parse._inet6 reads disable-ipv6 itself (and addr-gen-mode beside it).
+_HAND_READ = frozenset({"disable-ipv6"})
+INFO_DATA, SETTINGS, READ_INFO, READ_PORT, READ_DEVCONF = _derive()
 KERNEL_DEFAULTS = kernel_defaults()
 
 # What no declaration says.

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from netcfg.kinds import registry
 from netcfg.kinds.base import Kind
-from netcfg.netlink.attrs import READ_INFO, READ_PORT
+from netcfg.netlink.attrs import READ_DEVCONF, READ_INFO, READ_PORT
 from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
@@ -206,11 +206,15 @@ def parse_link(payload: bytes | memoryview, notes: list[str] | None = None) -> L
 
 def _inet6(af_spec: memoryview) -> dict[str, Any]:
     """addr-gen-mode and disable-ipv6 from IFLA_AF_SPEC / AF_INET6 (absent when
-    the kernel runs without IPv6)."""
-    inet6 = parse_attrs(af_spec, 0, {AF_INET6}).get(AF_INET6)
-    if inet6 is None:
-        return {}
+    the kernel runs without IPv6), and the declared per-device sysctls
+    (``devconf``) from the AF_INET and AF_INET6 devconf arrays."""
+    families = parse_attrs(af_spec, 0, {AF_INET, AF_INET6})
     attrs: dict[str, Any] = {}
+    if READ_DEVCONF:
+        attrs.update(_devconf(families))
+    inet6 = families.get(AF_INET6)
+    if inet6 is None:
+        return attrs
     v6 = parse_attrs(inet6, 0, _AF_INET6_WANTED)
     mode = v6.get(IFLA_INET6_ADDR_GEN_MODE)
     if mode is not None and _u8(mode) in _ADDR_GEN_MODES:
@@ -218,6 +222,27 @@ def _inet6(af_spec: memoryview) -> dict[str, Any]:
     conf = v6.get(IFLA_INET6_CONF)
     if conf is not None and len(conf) >= 4 * (DEVCONF_DISABLE_IPV6 + 1):
         attrs["disable-ipv6"] = S32.unpack_from(conf, 4 * DEVCONF_DISABLE_IPV6)[0] != 0
+    return attrs
+
+
+_IFLA_INET_CONF = 1   # the one attribute of AF_INET's nest
+
+
+def _devconf(families: dict[int, memoryview]) -> dict[str, Any]:
+    """Declared sysctls read from the devconf arrays: IPv4's starts at
+    IPV4_DEVCONF_FORWARDING (1), IPv6's at DEVCONF_FORWARDING (0)."""
+    confs: dict[str, memoryview | None] = {}
+    for family, key, nest_attr in (("inet", AF_INET, _IFLA_INET_CONF),
+                                   ("inet6", AF_INET6, IFLA_INET6_CONF)):
+        nest = families.get(key)
+        confs[family] = parse_attrs(nest, 0, {nest_attr}).get(nest_attr) if nest is not None \
+            else None
+    attrs: dict[str, Any] = {}
+    for family, index, attribute in READ_DEVCONF:
+        conf = confs.get(family)
+        offset = 4 * (index - 1 if family == "inet" else index)
+        if conf is not None and len(conf) >= offset + 4:
+            attrs[attribute] = S32.unpack_from(conf, offset)[0] != 0
     return attrs
 
 

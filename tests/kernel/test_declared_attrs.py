@@ -56,6 +56,9 @@ KNOBS = textwrap.dedent("""\
 
     auto vx100
     iface vx100
+        ip-forward yes
+        ip6-forward on
+        arp-accept 1
         vxlan-id 100
         vxlan-local-tunnelip 192.0.2.10
         vxlan-ageing 600
@@ -98,6 +101,13 @@ def test_declared_knobs_reach_the_kernel_and_read_back(session, tmp_path):
     assert port["bcast_flood"] is False and port["neigh_suppress"] is True
     vx = details("vx100")["linkinfo"]["info_data"]
     assert vx["ageing"] == 600 and vx["ttl"] == 64
+    # Per-device sysctls: the kernel's only door, written in the device's namespace.
+    for path in ("ipv4/conf/vx100/forwarding", "ipv6/conf/vx100/forwarding",
+                 "ipv4/conf/vx100/arp_accept"):
+        with open(f"/proc/sys/net/{path}") as f:
+            assert f.read().strip() == "1", path
+    with open("/proc/sys/net/ipv4/conf/br1/forwarding") as f:
+        assert f.read().strip() == "0"
 
     again = apply(model_of(KNOBS, tmp_path), session)
     assert again.requests == 0

@@ -97,7 +97,8 @@ def iface(name, kind, netns="", auto=False, **attrs):
     return (netns, name, kind, auto, {k.replace("_", "-"): v for k, v in attrs.items()})
 
 
-COMMON = {"addr-gen-mode": "eui64", "disable-ipv6": False}
+COMMON = {"addr-gen-mode": "eui64", "disable-ipv6": False, "ip-forward": False,
+          "ip6-forward": False, "arp-accept": False}
 # A new bridge's, port's and vxlan's knobs as the kernel reports them (the
 # schemas' declared attributes; bridge-vlan-protocol and -vlan-stats only
 # where the kernel has CONFIG_BRIDGE_VLAN_FILTERING, which this one lacks).

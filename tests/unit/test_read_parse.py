@@ -67,6 +67,24 @@ def inet6_spec(addr_gen_mode: int = 0, disable_ipv6: int = 0, conf_len: int = 60
     return nested(IFLA_AF_SPEC, [inet, inet6])
 
 
+# The declared per-device sysctls, read from the devconf arrays (all 0 in inet6_spec).
+SYSCTLS_OFF = {"ip-forward": False, "ip6-forward": False, "arp-accept": False}
+
+
+def test_declared_sysctls_read_from_the_devconf_arrays():
+    v4 = [0] * 33
+    v4[0] = 1    # IPV4_DEVCONF_FORWARDING (1) is the array's first
+    v4[20] = 1   # IPV4_DEVCONF_ARP_ACCEPT (21)
+    v6 = [0] * 60
+    v6[0] = 1    # DEVCONF_FORWARDING (0)
+    spec = nested(IFLA_AF_SPEC, [
+        nested(AF_INET, [rtattr(1, struct.pack("=33I", *v4))]),
+        nested(AF_INET6, [rtattr(IFLA_INET6_CONF, struct.pack("=60i", *v6))])])
+    got = parse_link(link("swp1", spec=spec))
+    assert {k: got.attrs[k] for k in SYSCTLS_OFF} == \
+        {"ip-forward": True, "ip6-forward": True, "arp-accept": True}
+
+
 def link(name: str, index: int = 5, flags: int = 0, mtu: int = 1500,
          mac: bytes = b"\x02\x00\x00\x00\x00\x05", extra: tuple[bytes, ...] = (),
          spec: bytes | None = None) -> bytes:
@@ -90,7 +108,7 @@ def test_vlan_aware_bridge_attributes_in_schema_spelling():
         "bridge-vlan-aware": True, "bridge-stp": False, "bridge-mcsnoop": True,
         "bridge-ageing": 300, "bridge-mcast-vlan-snooping": True,
         "mtu": 9000, "hwaddress": "02:ab:00:00:00:01",
-        "addr-gen-mode": "none", "disable-ipv6": True,
+        "addr-gen-mode": "none", "disable-ipv6": True, **SYSCTLS_OFF,
     }
     # The kind's own attributes first, as `show` prints them.
     assert list(got.attrs)[0] == "bridge-vlan-aware"
@@ -113,7 +131,8 @@ def test_meaningless_values_are_left_out_and_numbers_kept():
                           extra=(rtattr_str(IFLA_IFALIAS, ""), rtattr_u32(IFLA_MASTER, 9),
                                  rtattr_u32(IFLA_LINK, 7),
                                  rtattr(IFLA_LINK_NETNSID, struct.pack("=i", 3)))))
-    assert got.attrs == {"mtu": 65536, "addr-gen-mode": "eui64", "disable-ipv6": False}
+    assert got.attrs == {"mtu": 65536, "addr-gen-mode": "eui64", "disable-ipv6": False,
+                         **SYSCTLS_OFF}
     assert (got.info_kind, got.master, got.link, got.link_netnsid) == (None, 9, 7, 3)
     aliased = parse_link(link("eth0", mac=b"\x01\x02\x03\x04",   # not Ethernet: no hwaddress
                               extra=(rtattr_str(IFLA_IFALIAS, "uplink to core"),)))
@@ -149,7 +168,8 @@ def test_kind_data(kind, data, expected):
     got = parse_link(link("dev0", extra=(linkinfo(kind, data),)))
     assert got.info_kind == kind
     assert {k: v for k, v in got.attrs.items()
-            if k not in ("mtu", "hwaddress", "addr-gen-mode", "disable-ipv6")} == expected
+            if k not in ("mtu", "hwaddress", "addr-gen-mode", "disable-ipv6", *SYSCTLS_OFF)} \
+        == expected
 
 
 def test_vxlan_single_vni_ipv6_unicast_remote():
@@ -193,7 +213,7 @@ def test_bridge_port_settings_from_slave_data():
 def test_unknown_kind_keeps_its_kernel_name_and_common_attributes():
     got = parse_link(link("wg0", extra=(linkinfo("wireguard"),)))
     assert got.info_kind == "wireguard"
-    assert set(got.attrs) == {"mtu", "hwaddress", "addr-gen-mode", "disable-ipv6"}
+    assert set(got.attrs) == {"mtu", "hwaddress", "addr-gen-mode", "disable-ipv6", *SYSCTLS_OFF}
 
 
 # --- addresses -----------------------------------------------------------------------
