@@ -208,10 +208,13 @@ def _inet6(af_spec: memoryview) -> dict[str, Any]:
     """addr-gen-mode and disable-ipv6 from IFLA_AF_SPEC / AF_INET6 (absent when
     the kernel runs without IPv6), and the declared per-device sysctls
     (``devconf``) from the AF_INET and AF_INET6 devconf arrays."""
-    families = parse_attrs(af_spec, 0, {AF_INET, AF_INET6})
+    families = parse_attrs(af_spec, 0, _FAMILIES)
     attrs: dict[str, Any] = {}
-    if READ_DEVCONF:
-        attrs.update(_devconf(families))
+    inet = families.get(AF_INET)
+    if inet is not None and _DEVCONF4:
+        conf4 = parse_attrs(inet, 0, _INET_CONF_WANTED).get(_IFLA_INET_CONF)
+        if conf4 is not None:
+            _devconf(conf4, _DEVCONF4, attrs)
     inet6 = families.get(AF_INET6)
     if inet6 is None:
         return attrs
@@ -222,28 +225,26 @@ def _inet6(af_spec: memoryview) -> dict[str, Any]:
     conf = v6.get(IFLA_INET6_CONF)
     if conf is not None and len(conf) >= 4 * (DEVCONF_DISABLE_IPV6 + 1):
         attrs["disable-ipv6"] = S32.unpack_from(conf, 4 * DEVCONF_DISABLE_IPV6)[0] != 0
+    if conf is not None and _DEVCONF6:
+        _devconf(conf, _DEVCONF6, attrs)
     return attrs
 
 
+_FAMILIES = frozenset({AF_INET, AF_INET6})
 _IFLA_INET_CONF = 1   # the one attribute of AF_INET's nest
+_INET_CONF_WANTED = frozenset({_IFLA_INET_CONF})
+# (byte offset, attribute) of the declared sysctls in each devconf array:
+# IPv4's starts at IPV4_DEVCONF_FORWARDING (1), IPv6's at DEVCONF_FORWARDING (0).
+_DEVCONF4 = tuple((4 * (i - 1), a) for family, i, a in READ_DEVCONF if family == "inet")
+_DEVCONF6 = tuple((4 * i, a) for family, i, a in READ_DEVCONF if family == "inet6")
 
 
-def _devconf(families: dict[int, memoryview]) -> dict[str, Any]:
-    """Declared sysctls read from the devconf arrays: IPv4's starts at
-    IPV4_DEVCONF_FORWARDING (1), IPv6's at DEVCONF_FORWARDING (0)."""
-    confs: dict[str, memoryview | None] = {}
-    for family, key, nest_attr in (("inet", AF_INET, _IFLA_INET_CONF),
-                                   ("inet6", AF_INET6, IFLA_INET6_CONF)):
-        nest = families.get(key)
-        confs[family] = parse_attrs(nest, 0, {nest_attr}).get(nest_attr) if nest is not None \
-            else None
-    attrs: dict[str, Any] = {}
-    for family, index, attribute in READ_DEVCONF:
-        conf = confs.get(family)
-        offset = 4 * (index - 1 if family == "inet" else index)
-        if conf is not None and len(conf) >= offset + 4:
+def _devconf(conf: memoryview, wanted: tuple[tuple[int, str], ...],
+             attrs: dict[str, Any]) -> None:
+    size = len(conf)
+    for offset, attribute in wanted:
+        if size >= offset + 4:
             attrs[attribute] = S32.unpack_from(conf, offset)[0] != 0
-    return attrs
 
 
 # ---------------------------------------------------------------- addresses, routes
