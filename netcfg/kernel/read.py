@@ -47,12 +47,10 @@ PHYSICAL, LOOPBACK, LOOPBACK_NAME = "physical", "loopback", "lo"
 IPV4_LOOPBACK = "127.0.0.1/8"
 
 # Kinds whose IFLA_LINK is a device the model names: the attribute naming it
-# and the one naming its namespace when that is another.
-LINK_ATTRIBUTES = {
-    "veth": ("veth-peer-name", "veth-peer-netns"),
-    "vlan": ("vlan-raw-device", "vlan-raw-netns"),
-    "macvlan": ("macvlan-raw-device", "macvlan-raw-netns"),
-}
+# and the one naming its namespace when that is another (each kind's
+# link_attributes).
+LINK_ATTRIBUTES = {k.name: k.link_attributes for k in registry.interface_kinds()
+                   if k.link_attributes}
 # A dump the kernel flags NLM_F_DUMP_INTR is read again, this many times at
 # most: IPv6 DAD finishing on freshly upped links interrupts address dumps
 # (seen here with 2000 veths read right after `ip link set up`).

@@ -102,6 +102,9 @@ class Kind(Trait):
     immutable_attributes: frozenset[str] = frozenset()
     # Netlink IFLA_INFO_KIND, for reading back (netcfg/kernel).
     info_kind: str | None = None
+    # The attributes naming the device the kernel's IFLA_LINK points to and
+    # its namespace (a veth's peer, a vlan's lower device), for reading back.
+    link_attributes: tuple[str, str] | None = None
     # Rough kernel memory of one device of this kind in bytes, from the slab
     # measurements in DESIGN.md; used to report what lowering saves.
     kernel_bytes: int = 40_000

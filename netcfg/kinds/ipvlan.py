@@ -42,6 +42,7 @@ class Ipvlan(Kind):
     # Mode and flags are declared immutable in the schema; the lower device
     # cannot change on a live ipvlan either.
     immutable_attributes = frozenset({RAW, RAW_NETNS})
+    link_attributes = (RAW, RAW_NETNS)
     kernel_bytes = 40_000
     # The lower device's MTU at creation, never bigger (ipvlan_change_mtu).
     mtu_from_lower = True

@@ -37,6 +37,7 @@ class Macvlan(Kind):
     # Neither can be changed on a live macvlan.
     # The id / mode and protocol are declared immutable in the schema.
     immutable_attributes = frozenset({RAW, RAW_NETNS})
+    link_attributes = (RAW, RAW_NETNS)
     kernel_bytes = 40_000
     # As a vlan: the lower device's MTU at creation, never bigger (EINVAL).
     mtu_from_lower = True

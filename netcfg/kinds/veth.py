@@ -83,6 +83,7 @@ class Veth(Kind):
     info_kind = "veth"
     # Moving an end to another peer means a new pair.
     immutable_attributes = frozenset({PEER_NAME, PEER_NETNS})
+    link_attributes = (PEER_NAME, PEER_NETNS)
     kernel_bytes = 45_000  # per side; a pair is ~90 kB (DESIGN.md)
     default_mtu = 1500  # ether_setup; each end its own
 

@@ -61,6 +61,7 @@ class Vlan(Kind):
     # The kernel cannot change a VLAN device's id, lower or protocol.
     # The id / mode and protocol are declared immutable in the schema.
     immutable_attributes = frozenset({RAW, RAW_NETNS})
+    link_attributes = (RAW, RAW_NETNS)
     kernel_bytes = 40_000
     # Created with its lower device's MTU and never bigger (vlan_newlink,
     # vlan_dev_change_mtu): see common.effective_mtu.
