@@ -21,7 +21,7 @@ import socket
 from typing import Any, Iterator
 
 from netcfg.apply.confirm import run_dir
-from netcfg.model.errors import EXIT_USAGE, NetcfgError, UsageError
+from netcfg.model.errors import EXIT_USAGE, NetcfgError, UsageError, quote
 
 PROTOCOL_VERSION = 1
 SOCKET_NAME = "netcfgd.sock"
@@ -101,7 +101,7 @@ class DaemonConnection:
                                   int(message.get("exit_code", EXIT_USAGE)),
                                   message.get("diagnostics"))
             else:
-                raise DaemonError(f"netcfgd answered an unknown message type {kind!r}")
+                raise DaemonError(f"netcfgd answered an unknown message type {quote(kind)}")
 
     def call(self, command: str, **fields: Any) -> dict[str, Any]:
         """A request whose progress lines are not wanted: its result."""

@@ -25,7 +25,7 @@ from typing import Any
 from netcfg.cli.common import config_source, print_json
 from netcfg.compile.pipeline import STDIN, compile_config
 from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, EXIT_OK,
-                                 EXIT_REVERT_FAILED, NetcfgError, UsageError)
+                                 EXIT_REVERT_FAILED, NetcfgError, UsageError, quote)
 
 CONFIRM_HELP = ("revert unless `netcfg confirm` comes within SECONDS (exit 3); "
                 "Ctrl-C reverts too, a lost terminal does not")
@@ -91,7 +91,7 @@ def _seconds(text: str) -> float:
         value = -1.0
     if not 0 < value <= MAX_CONFIRM_S:
         raise argparse.ArgumentTypeError(f"expected seconds between 0 and {MAX_CONFIRM_S}, "
-                                         f"got {text!r}")
+                                         f"got {quote(text)}")
     return value
 
 

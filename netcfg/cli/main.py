@@ -34,7 +34,8 @@ from netcfg.cli.kernel_commands import add_commands
 from netcfg.compile.pipeline import DEFAULT_CONFIG, ConfigSource, compile_config, render_config
 from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
                                    render_timeout_from_env)
-from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid, NetcfgError
+from netcfg.model.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid,
+                                 NetcfgError, quote)
 from netcfg.model.model import Model
 
 _LOCATED = re.compile(r"\S+:\d+: error: ")
@@ -89,7 +90,8 @@ def _positive_seconds(text: str) -> float:
     except ValueError:
         value = 0.0
     if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, "
+                                         f"got {quote(text)}")
     return value
 
 

@@ -35,7 +35,7 @@ from mako.lookup import TemplateLookup
 from mako.runtime import Context
 from mako.template import ModuleInfo, Template
 
-from netcfg.model.errors import ConfigInvalid, Diagnostic
+from netcfg.model.errors import ConfigInvalid, Diagnostic, quote
 from netcfg.model.location import SourceLocation
 
 # Main (non-library) templates get URIs in their own scheme, so that the lookup
@@ -553,7 +553,8 @@ class Renderer:
             message = (f"rendering took longer than {self.limit.seconds:g} s (--render-timeout, "
                        f"${RENDER_TIMEOUT_ENV}): an endless loop? it was here")
         elif isinstance(e, SystemExit):
-            message = (f"the template called sys.exit({e.code!r}); a template can only write "
+            code = "" if e.code is None else quote(e.code)
+            message = (f"the template called sys.exit({code}); a template can only write "
                        f"text or raise an error")
         elif not isinstance(e, Exception):
             message = (f"{message + '; ' if message else ''}a template must not raise a "

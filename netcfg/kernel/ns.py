@@ -28,7 +28,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
+from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError, quote
 
 # Kernel spellings (linux/sched.h, linux/mount.h, linux/nsfs.h, asm/socket.h).
 CLONE_NEWNET = 0x40000000
@@ -55,7 +55,7 @@ class NetnsError(NetcfgError):
     def __init__(self, name: str | None, what: str, err: int | None = None):
         self.netns = name   # None: about the run dir, not one namespace
         self.errno = err
-        where = "" if name is None else f"netns {name!r}: " if name else "root netns: "
+        where = "" if name is None else f"netns {quote(name)}: " if name else "root netns: "
         text = where + what
         if err:
             text += f": {os.strerror(err)} ({errno.errorcode.get(err, err)})"

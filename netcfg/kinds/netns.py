@@ -13,6 +13,7 @@ an interface but not declared here is created with the defaults.
 from __future__ import annotations
 
 from netcfg.kinds.base import Kind
+from netcfg.model.errors import quote
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import NETNS, TARGET, ConfigObject, Model
 from netcfg.model.names import netns_name_problem
@@ -64,7 +65,7 @@ class Netns(Kind):
         for name, loc in sorted(first.items(), key=lambda item: item[1]):
             why = netns_name_problem(name)
             if why is not None and (name in stanza_names or name in (".", "..")):
-                report.error(loc, f"netns {name!r}: not a usable namespace name: {why}",
+                report.error(loc, f"netns {quote(name)}: not a usable namespace name: {why}",
                              "netns")
 
     def create_params(self, obj: ConfigObject) -> dict:

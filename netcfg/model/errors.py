@@ -112,3 +112,27 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     # unrelated words (bridge-hashel -> bridge-stp at 0.70).
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.75)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def quote(value: object) -> str:
+    """A value as messages for the operator show it (STYLE.md 13), never as a
+    Python repr: a string as 'x' (control characters escaped), a number or a
+    name as written, yes/no, bytes in hex, a list as 'a', 'b' (nothing when
+    empty), a mapping as key=value pairs."""
+    if isinstance(value, str):
+        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                        for c in value)
+        return f"'{shown}'"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "nothing"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex() or "no bytes"
+    if isinstance(value, dict):
+        return ", ".join(f"{k if isinstance(k, str) else quote(k)}={quote(v)}"
+                         for k, v in value.items()) or "nothing"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(quote(v) for v in items) or "nothing"
+    return str(value)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from netcfg.model.errors import Report
+from netcfg.model.errors import Report, quote
 from netcfg.model.model import Model
 
 IFNAMSIZ = 16              # include/uapi/linux/if.h, with its NUL
@@ -67,5 +67,5 @@ def check_interface_names(model: Model, report: Report) -> None:
         seen.add(obj.name)
         why = ifname_problem(obj.name)
         if why is not None:
-            report.error(obj.loc, f"{obj.name!r}: not a valid interface name: {why} "
+            report.error(obj.loc, f"{quote(obj.name)}: not a valid interface name: {why} "
                          f"({IFNAME_RULES})")

@@ -13,7 +13,7 @@ from typing import Collection, Iterable, Mapping
 
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, PEER
-from netcfg.model.errors import UsageError, did_you_mean
+from netcfg.model.errors import UsageError, did_you_mean, quote
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.model.tags import NETCFG_GROUP
 from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, dhcp_owned
@@ -70,8 +70,8 @@ class Selection:
         for name in self.interfaces:
             if not any(k[1] == name for k in picked):
                 where = f" in netns {', '.join(self.namespaces)}" if self.namespaces else ""
-                raise UsageError(f"no interface {name!r}{where} in the config or made by netcfg"
-                                 + did_you_mean(name, {k[1] for k in known}))
+                raise UsageError(f"no interface {quote(name)}{where} in the config or made by "
+                                 f"netcfg" + did_you_mean(name, {k[1] for k in known}))
         reached = connected(picked, (target, current))
         return {k for k in reached if k[0] not in self.frozen} if self.frozen else reached
 

@@ -306,7 +306,7 @@ def test_page_args_receive_variables(tmp_path):
 
 @pytest.mark.parametrize("code, line, kind, says", [
     ("<% raise SystemExit(0) %>", 2, "SystemExit", "sys.exit(0)"),
-    ("<%\n    import sys\n    sys.exit()\n%>", 4, "SystemExit", "sys.exit(None)"),
+    ("<%\n    import sys\n    sys.exit()\n%>", 4, "SystemExit", "sys.exit()"),
     ("<% raise GeneratorExit() %>", 2, "GeneratorExit", "BaseException"),
     ("<% raise KeyboardInterrupt() %>", 2, "KeyboardInterrupt", "BaseException"),
     ("${(_ for _ in ()).throw(BaseException('mine'))}", 2, "BaseException", "mine; "),
