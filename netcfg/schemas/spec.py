@@ -26,6 +26,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from netcfg.model.errors import quote
+
 
 @dataclass(frozen=True, slots=True)
 class AttributeSpec:
@@ -196,25 +198,26 @@ def compile_checker(schema: dict[str, Any]):
     if "type" in schema:
         type_name = schema["type"]
         is_type = _TYPES[type_name]
-        checks.append(lambda v: None if is_type(v) else f"{v!r} is not of type '{type_name}'")
+        checks.append(lambda v: None if is_type(v) else f"{quote(v)} is not of type '{type_name}'")
     if "const" in schema:
         const = schema["const"]
-        checks.append(lambda v: None if v == const else f"{const!r} was expected")
+        checks.append(lambda v: None if v == const else f"{quote(const)} was expected")
     if "enum" in schema:
         enum = schema["enum"]
         checks.append(lambda v: None if v in enum and not isinstance(v, bool)
-                      else f"{v!r} is not one of {enum!r}")
+                      else f"{quote(v)} is not one of {quote(enum)}")
     if "pattern" in schema:
         pattern = schema["pattern"]
         search = re.compile(pattern).search
         checks.append(lambda v: None if not isinstance(v, str) or search(v)
-                      else f"{v!r} does not match {pattern!r}")
+                      else f"{quote(v)} does not match {quote(pattern)}")
     for key, test, words in (("minLength", lambda v, n: len(v) >= n, "is too short"),
                              ("maxLength", lambda v, n: len(v) <= n, "is too long")):
         if key in schema:
             bound = schema[key]
             checks.append(lambda v, bound=bound, test=test, words=words:
-                          None if not isinstance(v, str) or test(v, bound) else f"{v!r} {words}")
+                          None if not isinstance(v, str) or test(v, bound)
+                          else f"{quote(v)} {words}")
     if "minimum" in schema:
         low = schema["minimum"]
         checks.append(lambda v: None if not _TYPES["integer"](v) or v >= low
@@ -240,12 +243,13 @@ def compile_checker(schema: dict[str, Any]):
             for item in value:
                 errors += item_checker(item)
         if isinstance(value, dict) and (props or required or closed):
-            errors += [f"{k!r} is a required property" for k in required if k not in value]
+            errors += [f"{quote(k)} is a required property" for k in required if k not in value]
             for k, v in value.items():
                 if k in props:
                     errors += props[k](v)
                 elif closed:
-                    errors.append(f"Additional properties are not allowed ({k!r} was unexpected)")
+                    errors.append(f"Additional properties are not allowed ({quote(k)} was "
+                                  f"unexpected)")
         return errors
 
     return check
