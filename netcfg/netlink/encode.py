@@ -54,7 +54,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
-from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice
+from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice, quote
 from netcfg.kinds import wireguard
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
@@ -184,7 +184,7 @@ def _value(op: Operation, param: str, encoder: Encoder, value: Any) -> bytes:
     try:
         return encoder(value)
     except (ValueError, TypeError, struct.error) as e:
-        raise EncodeError(op, param, f"cannot encode {value!r}: {e}") from None
+        raise EncodeError(op, param, f"cannot encode {quote(value)}: {e}") from None
 
 
 def _only(op: Operation, allowed: Iterable[str]) -> None:
@@ -215,9 +215,10 @@ def _ranges(op: Operation, param: str) -> list[tuple[int, int]]:
         try:
             span = (int(first), int(last or first))
         except ValueError:
-            raise EncodeError(op, param, f"{text!r} is not an id or a range FIRST-LAST") from None
+            raise EncodeError(op, param,
+                              f"{quote(text)} is not an id or a range FIRST-LAST") from None
         if span[0] > span[1]:
-            raise EncodeError(op, param, f"range {text!r} ends before it starts")
+            raise EncodeError(op, param, f"range {quote(text)} ends before it starts")
         out.append(span)
     return out
 
@@ -235,7 +236,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
     kind = params.get("kind")
     table = INFO_DATA.get(kind, {} if kind in GENL_KINDS else None)
     if table is None:
-        raise EncodeError(op, "kind", f"netcfg cannot create a {kind!r} device (it creates "
+        raise EncodeError(op, "kind", f"netcfg cannot create a {quote(kind)} device (it creates "
                                       f"{', '.join(sorted(INFO_DATA))})")
     attrs = [rtattr_str(IFLA_IFNAME, op.name), rtattr_u32(IFLA_GROUP, NETCFG_GROUP)]
     index = ctx.new_ifindex(op.netns, op.name)
@@ -294,8 +295,9 @@ def _lower(op: Operation, ctx: EncodeContext) -> list[bytes]:
     if netns != op.netns:
         nsid = ctx.nsid(op.netns, netns)
         if nsid is None:
-            raise EncodeError(op, LOWER_NETNS, f"namespace {netns!r} has no id in "
-                                               f"{op.netns!r}'s namespace; assign one first "
+            lower, own = (f"namespace {quote(n)}" if n else "the host namespace"
+                          for n in (netns, op.netns))
+            raise EncodeError(op, LOWER_NETNS, f"{lower} has no id in {own}; assign one first "
                                                f"(ip -n {op.netns or '.'} netns set NAME ID)")
         attrs.append(rtattr(IFLA_LINK_NETNSID, struct.pack("=i", nsid)))
     return attrs
@@ -436,7 +438,7 @@ def _parse_address(op: Operation) -> tuple[int, bytes, int]:
     try:
         interface = ipaddress.ip_interface(text)
     except ValueError:
-        raise EncodeError(op, None, f"{text!r} is not an address with a prefix "
+        raise EncodeError(op, None, f"{quote(text)} is not an address with a prefix "
                                     f"length (10.0.0.1/24)") from None
     family = AF_INET if interface.ip.version == 4 else AF_INET6
     return family, interface.ip.packed, interface.network.prefixlen
@@ -647,10 +649,10 @@ def _tunnel_spans(op: Operation) -> list[tuple[int, int, int]]:
                 raise ValueError(item)
             (vid, vid_end), (vni, vni_end) = _span(vlans), _span(vnis)
         except ValueError:
-            raise EncodeError(op, "map", f"{item!r} is not VLANS=VNIS (10-41=10010-10041)") \
+            raise EncodeError(op, "map", f"{quote(item)} is not VLANS=VNIS (10-41=10010-10041)") \
                 from None
         if vid_end - vid != vni_end - vni:
-            raise EncodeError(op, "map", f"{item!r} maps {vid_end - vid + 1} VLANs to "
+            raise EncodeError(op, "map", f"{quote(item)} maps {vid_end - vid + 1} VLANs to "
                                          f"{vni_end - vni + 1} VNIs; a range maps one to one")
         for (first, last), (low, high), what in (((vid, vid_end), VLAN_IDS, "VLAN ids"),
                                                 ((vni, vni_end), VNI_IDS, "VNIs")):

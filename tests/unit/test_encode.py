@@ -239,7 +239,7 @@ def test_vlan_in_its_lowers_namespace_has_no_netnsid(ctx):
 def test_a_lower_namespace_without_an_nsid_is_an_error(ctx):
     vlan = iface("storage", "vlan", "t2", vlan_raw_device="swp2", vlan_raw_netns="", vlan_id=300)
     with pytest.raises(EncodeError, match=r"link-add storage \(netns t2\) link_netns: "
-                                          r"namespace '' has no id"):
+                                          r"the host namespace has no id in namespace 't2'"):
         encode(link_add(vlan), ctx)
 
 
