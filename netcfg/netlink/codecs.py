@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from netcfg.model.errors import quote
 from netcfg.netlink.nlmsg import (AF_INET6, BR_BOOLOPT_MULTI, IFLA_INET6_ADDR_GEN_MODE,
                                   IN6_ADDR_GEN_MODE_EUI64, IN6_ADDR_GEN_MODE_NONE,
                                   IN6_ADDR_GEN_MODE_RANDOM, IN6_ADDR_GEN_MODE_STABLE_PRIVACY,
@@ -59,7 +60,7 @@ def _choice(m: KernelMapping) -> Codec:
 
     def encode(v: Any) -> bytes:
         if v not in names:
-            raise ValueError(f"expected one of {', '.join(names)}, got {v!r}")
+            raise ValueError(f"expected one of {', '.join(names)}, got {quote(v)}")
         return fmt.pack(names[v])
     return Codec(encode, lambda b: words.get(fmt.unpack_from(b)[0]))
 
@@ -110,7 +111,7 @@ def _addr_gen_mode(m: KernelMapping) -> Codec:
 
     def encode(v: Any) -> bytes:
         if v not in ADDR_GEN_MODES:
-            raise ValueError(f"expected one of {', '.join(ADDR_GEN_MODES)}, got {v!r}")
+            raise ValueError(f"expected one of {', '.join(ADDR_GEN_MODES)}, got {quote(v)}")
         return nested(AF_INET6, [rtattr(IFLA_INET6_ADDR_GEN_MODE,
                                         struct.pack("=B", ADDR_GEN_MODES[v]))])
 
@@ -135,5 +136,5 @@ def codec(m: KernelMapping) -> Codec:
     try:
         return CODECS[m.codec](m)
     except KeyError:
-        raise ValueError(f"{m.group}.json {m.attribute}: unknown codec {m.codec!r} "
+        raise ValueError(f"{m.group}.json {m.attribute}: unknown codec {quote(m.codec)} "
                          f"(known: {', '.join(CODECS)})") from None
