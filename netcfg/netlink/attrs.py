@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from netcfg.kinds import registry
+from netcfg.model.errors import quote
 from netcfg.netlink import nla
 from netcfg.netlink.codecs import codec
 from netcfg.netlink.nlmsg import (IFLA_BR_VLAN_DEFAULT_PVID, IFLA_BRPORT_VLAN_TUNNEL,
@@ -71,7 +72,7 @@ def _first_ip(attr4: int, attr6: int) -> Encoder:
 
     def encode_first(v: Any) -> bytes:
         if not v or len(v) != 1:
-            raise ValueError(f"expected exactly one remote address, got {v!r}")
+            raise ValueError(f"expected exactly one remote address, got {quote(v)}")
         return one(v[0])
     return encode_first
 
