@@ -32,7 +32,7 @@ from typing import Any
 
 from netcfg.cli.client import MAX_LINE, PROTOCOL_VERSION
 from netcfg.compile.jsonform import MAX_JSON_DEPTH, json_depth
-from netcfg.model.errors import EXIT_USAGE, NetcfgError
+from netcfg.model.errors import EXIT_USAGE, NetcfgError, quote
 from netcfg.model.names import ifname_problem, netns_name_problem
 
 _UCRED = struct.Struct("=iII")   # struct ucred: pid, uid, gid
@@ -93,7 +93,7 @@ def parse_request(raw: bytes) -> dict[str, Any]:
     if not isinstance(request, dict) or not isinstance(request.get("command"), str):
         raise ProtocolError('the request must be an object with a "command"')
     if request.get("version") != PROTOCOL_VERSION or isinstance(request.get("version"), bool):
-        raise ProtocolError(f"protocol version {request.get('version')!r} is not "
+        raise ProtocolError(f"protocol version {json.dumps(request.get('version'))} is not "
                             f"supported (netcfgd speaks {PROTOCOL_VERSION}): use the "
                             f"netcfg of the same release")
     depth = json_depth(request, MAX_REQUEST_DEPTH)
@@ -108,7 +108,7 @@ def parse_request(raw: bytes) -> dict[str, Any]:
                 raise ProtocolError(f'"{key}" must be a list of names')
             why = problem(item) if item else None   # "": the host's namespace
             if why is not None:
-                raise ProtocolError(f'"{key}": {item!r} is not a name: {why}')
+                raise ProtocolError(f'"{key}": {quote(item)} is not a name: {why}')
     return request
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from netcfg.apply.secrets import read_private_file
-from netcfg.model.errors import NetcfgError
+from netcfg.model.errors import NetcfgError, quote
 from netcfg.model.model import ConfigObject, Model
 
 DEFAULT_PORT = 3260
@@ -97,7 +97,7 @@ def budgets_from_environment(env: Any) -> dict[str, int]:
             value = 0
         if value <= 0:
             example = "1G or 512M" if is_size else "a number like 256"
-            raise DataplaneError(f"{variable}={text!r} is not {example}")
+            raise DataplaneError(f"{variable}={quote(text)} is not {example}")
         found[keyword] = value
     return found
 

@@ -40,7 +40,7 @@ from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, render_timeout_from_
 from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
 from netcfg.kernel.ns import DEFAULT_RUN_DIR as NETNS_RUN_DIR
 from netcfg.kernel.session import KernelSession
-from netcfg.model.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError
+from netcfg.model.errors import EXIT_INVALID_CONFIG, ConfigInvalid, NetcfgError, quote
 from netcfg.model.model import Model
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.scope import Selection
@@ -594,7 +594,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or not key.isidentifier():
-            parser.error(f"--set expects KEY=VALUE, got {item!r}")
+            parser.error(f"--set expects KEY=VALUE, got {quote(item)}")
         try:
             variables[key] = json.loads(value)
         except json.JSONDecodeError:

@@ -13,7 +13,7 @@ from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
 from netcfg.compile.jsonform import model_to_json
 from netcfg.compile.pipeline import ConfigSource, compile_config
-from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError
+from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError, quote
 from netcfg.model.model import ROOT_NETNS
 from netcfg.model.tags import NETNS_MARK
 from netcfg.plan.drift import explain
@@ -48,7 +48,8 @@ def handle(daemon: "Daemon", conn: ControlConnection, request: dict[str, Any]) -
     command = request["command"]
     handler = HANDLERS.get(command)
     if handler is None:
-        conn.error(f"unknown command {command!r} (netcfgd knows {', '.join(sorted(HANDLERS))})")
+        conn.error(f"unknown command {quote(command)} "
+                   f"(netcfgd knows {', '.join(sorted(HANDLERS))})")
         return
     try:
         handler(daemon, conn, request)
@@ -122,7 +123,7 @@ def trial_state(daemon: "Daemon", conn: ControlConnection, request: dict[str, An
     """Where trial NUMBER stands: waiting (seconds left), confirmed, reverted."""
     trial = daemon.trials.find(_number(request))
     if trial is None:
-        conn.error(f"netcfgd knows no trial {request.get('number')!r} (a restart forgets "
+        conn.error(f"netcfgd knows no trial {quote(request.get('number'))} (a restart forgets "
                    f"them; it reverted any that was waiting)", EXIT_USAGE)
         return
     conn.result(trial=trial.to_json())

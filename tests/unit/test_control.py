@@ -46,7 +46,7 @@ def test_a_good_request_is_returned_as_sent():
      "nested deeper"),
     (line({"version": 1, "command": "status", "x": [[[[[[[1]]]]]]]})
      .replace(b"[1]", b"[" * MAX_REQUEST_DEPTH + b"1" + b"]" * MAX_REQUEST_DEPTH), "nested deeper"),
-    (line({"version": True, "command": "status"}), "protocol version True"),
+    (line({"version": True, "command": "status"}), "protocol version true"),
     (line({"version": 1, "command": "apply", "dry_run": "yes"}), '"dry_run" must be bool'),
     (line({"version": 1, "command": "apply", "confirm": True}), '"confirm" must be'),
     (line({"version": 1, "command": "apply", "interfaces": "br0"}), '"interfaces" must be'),

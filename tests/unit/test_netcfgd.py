@@ -225,7 +225,7 @@ def test_an_error_answer_carries_exit_code_and_diagnostics():
 
 @pytest.mark.parametrize("line, why", [
     (b"not json\n", "not JSON"),
-    (b'{"command": "status"}\n', "protocol version None"),
+    (b'{"command": "status"}\n', "protocol version null"),
     (b'{"version": 2, "command": "status"}\n', "protocol version 2"),
     (b'["status"]\n', '"command"'),
     (b'{"version": 1, "command": "status"}', "one line"),   # no newline: cut short
