@@ -14,6 +14,7 @@ if [ "$(stat -Lc %i /proc/self/ns/net)" = "$(stat -Lc %i /proc/$PPID/ns/net 2>/d
   exit 2
 fi
 mount -t tmpfs -o mode=755 netcfg-demo /run   # /run/netns, /run/netcfg: ours alone
+mount -t sysfs none /sys    # this namespace's devices: no sysfs write reaches the host's
 ip link set lo up
 
 step() { printf '\n== %s\n' "$*"; }

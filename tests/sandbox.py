@@ -5,12 +5,13 @@ a private network and mount namespace (`unshare --net --mount --propagation
 private`, which the Makefile targets do). ``enter_or_refuse()`` runs at a
 tier's conftest import, before anything is touched: root in the host's
 network or mount namespace stops the whole run; inside the sandbox it mounts
-a private, empty /run/netns and brings lo up.
+a private, empty /run/netns and the sandbox's own /sys, and brings lo up.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import subprocess
 from pathlib import Path
@@ -59,4 +60,14 @@ def enter_or_refuse(make_target: str) -> None:
         # /run; a private tmpfs over /run leaves nothing (tests need no /run).
         mount("tmpfs", "/run", "tmpfs", 0, "mode=755")
         os.mkdir(NETNS_RUN_DIR, 0o755)
+    # A sysfs of this network namespace over /sys: the one inherited shows the
+    # host's devices, so a sysfs write to a device of the same name (bridge
+    # and port knobs, as ifupdown2 writes them) would reach the host's.
+    try:
+        mount("sysfs", "/sys", "sysfs")
+    except OSError as e:
+        # EBUSY: this namespace's sysfs is mounted there already (a second
+        # tier's conftest in the same run).
+        if e.errno != errno.EBUSY:
+            raise
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)

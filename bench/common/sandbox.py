@@ -222,6 +222,9 @@ def _inner(spec_path: str) -> int:
     # unshare --propagation private already did this; repeat it so that no mount below can
     # ever reach the host even if an older unshare did not.
     _mount("--make-rprivate", "/")
+    # This network namespace's devices under /sys: ifupdown2 writes bridge and
+    # port knobs through sysfs, which would otherwise reach the host's devices.
+    _mount("-t", "sysfs", "none", "/sys")
     for index, path in enumerate(spec.tmpfs_dirs):
         _private_dir(path, spec.workdir, index)
     for source, target in spec.bind_files:

@@ -283,7 +283,8 @@ def test_macvlan_without_an_nsid_for_its_lower_namespace_is_refused_before_sendi
     kernel.add_netns("t1")
     kernel.apply(link_add(iface("hostport", "veth", veth_peer_name="hostpeer")))
     mv = iface("mv-t1", "macvlan", "t1", macvlan_raw_device="hostport", macvlan_raw_netns="")
-    with pytest.raises(EncodeError, match="link_netns: namespace '' has no id"):
+    with pytest.raises(EncodeError,
+                       match="link_netns: the host namespace has no id in namespace 't1'"):
         encode(link_add(mv), kernel)
 
 
