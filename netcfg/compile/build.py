@@ -266,6 +266,14 @@ class _ObjectBuilder:
 
     def _add_value(self, obj: ConfigObject, spec: AttributeSpec, raw: RawAttribute) -> None:
         name = spec.name
+        if spec.group == "bridge-port" and obj.kind == "bridge" and "=" in raw.value:
+            # ifupdown2's per-port form on the bridge (bridge-portmcrouter swp1=0):
+            # not mapped onto the ports yet; a port's own stanza takes the value.
+            self.report.error(raw.loc, f"{obj.label()}: {name} PORT=VALUE (ifupdown2's "
+                              f"per-port form on the bridge) is not supported: write "
+                              f"'{name} VALUE' in each port's stanza", name)
+            obj.locs.setdefault(name, raw.loc)
+            return
         cache_key = (spec.group, name, raw.value)
         value = self.scalar_cache.get(cache_key) if spec.type != "array" else None
         if value is None:
