@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -227,6 +228,11 @@ class UblkService:
 
     def _set_node(self, name: str, spec: UblkSpec, dev_id: int) -> None:
         path = device_path(dev_id)
+        if shutil.which("udevadm"):
+            # udev applies its rules (GROUP="disk" on block devices) to a new
+            # node asynchronously: let it finish first, or it undoes the owner.
+            subprocess.run(["udevadm", "settle", "--timeout=5"], capture_output=True,
+                           check=False)
         if spec.owner is not None:
             os.chown(path, *spec.owner)
         os.chmod(path, DEVICE_MODE)
