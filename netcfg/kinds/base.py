@@ -13,7 +13,7 @@ same hooks and run for every object whose kind lists them.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, NamedTuple
 
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ConfigObject, Model
@@ -170,6 +170,18 @@ def drop_own_netns(obj: ConfigObject, attribute: str) -> None:
     if attribute in obj.attrs and obj.attrs[attribute] == obj.netns:
         del obj.attrs[attribute]
         obj.locs.pop(attribute, None)
+
+
+def repeated(objects: Iterable[ConfigObject], key: Callable[[ConfigObject], Hashable]
+             ) -> Iterator[tuple[ConfigObject, ConfigObject]]:
+    """(object, first) for each object whose ``key`` an object written before
+    it has already (the same nsid, backing file or ublk id): the error goes
+    on the later one, naming the first."""
+    seen: dict[Hashable, ConfigObject] = {}
+    for obj in sorted(objects, key=lambda o: o.loc):
+        first = seen.setdefault(key(obj), obj)
+        if first is not obj:
+            yield obj, first
 
 
 def iter_names(value: Any) -> Iterator[str]:

@@ -12,7 +12,7 @@ an interface but not declared here is created with the defaults.
 
 from __future__ import annotations
 
-from netcfg.kinds.base import Kind
+from netcfg.kinds.base import Kind, repeated
 from netcfg.model.errors import quote
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import NETNS, TARGET, ConfigObject, Model
@@ -29,17 +29,14 @@ class Netns(Kind):
 
     def check_model(self, model: Model, report) -> None:
         self._check_names(model, report)
-        seen: dict[int, ConfigObject] = {}
         with_nsid = [ns for ns in model.namespaces.values() if NSID in ns.attrs]
-        for ns in sorted(with_nsid, key=lambda o: o.loc):
-            first = seen.setdefault(ns.attrs[NSID], ns)
-            if first is not ns:
-                # An nsid names one peer namespace in the host's; the kernel
-                # refuses to give the same id twice (EEXIST).
-                report.error(ns.where(NSID),
-                             f"{ns.label()}: nsid {ns.attrs[NSID]} is already the nsid of "
-                             f"namespace {first.name} (at {first.loc}); give each namespace its "
-                             f"own nsid, or leave nsid out to let the kernel pick one", NSID)
+        for ns, first in repeated(with_nsid, lambda ns: ns.attrs[NSID]):
+            # An nsid names one peer namespace in the host's; the kernel
+            # refuses to give the same id twice (EEXIST).
+            report.error(ns.where(NSID),
+                         f"{ns.label()}: nsid {ns.attrs[NSID]} is already the nsid of "
+                         f"namespace {first.name} (at {first.loc}); give each namespace its "
+                         f"own nsid, or leave nsid out to let the kernel pick one", NSID)
 
     @staticmethod
     def _check_names(model: Model, report) -> None:

@@ -16,7 +16,7 @@ gets it through its container runtime's device list (docs/ublk.md).
 
 from __future__ import annotations
 
-from netcfg.kinds.base import Kind
+from netcfg.kinds.base import Kind, repeated
 from netcfg.model.model import VOLUME, ConfigObject, Model
 
 BACKING, SIZE, UBLK = "backing", "size", "ublk"
@@ -88,27 +88,21 @@ def parse_owner(text: str) -> tuple[int, int] | None:
 
 def _check_shared_backing(model: Model, report) -> None:
     # Two volumes on one file would each cache and write it independently.
-    seen: dict[str, ConfigObject] = {}
     volumes = [v for v in model.volumes.values() if isinstance(v.attrs.get(BACKING), str)]
-    for volume in sorted(volumes, key=lambda o: o.loc):
-        first = seen.setdefault(volume.attrs[BACKING], volume)
-        if first is not volume:
-            report.error(volume.where(BACKING),
-                         f"{volume.label()}: {BACKING} {volume.attrs[BACKING]} is already the "
-                         f"backing of volume {first.name} (at {first.loc}); export one volume "
-                         f"from several targets instead of two volumes on one file", BACKING)
+    for volume, first in repeated(volumes, lambda v: v.attrs[BACKING]):
+        report.error(volume.where(BACKING),
+                     f"{volume.label()}: {BACKING} {volume.attrs[BACKING]} is already the "
+                     f"backing of volume {first.name} (at {first.loc}); export one volume "
+                     f"from several targets instead of two volumes on one file", BACKING)
 
 
 def _check_unique_ublk_id(model: Model, report) -> None:
-    seen: dict[int, ConfigObject] = {}
     volumes = [v for v in model.volumes.values() if isinstance(v.attrs.get(UBLK_ID), int)]
-    for volume in sorted(volumes, key=lambda o: o.loc):
-        first = seen.setdefault(volume.attrs[UBLK_ID], volume)
-        if first is not volume:
-            report.error(volume.where(UBLK_ID),
-                         f"{volume.label()}: {UBLK_ID} {volume.attrs[UBLK_ID]} is already the "
-                         f"device number of volume {first.name} (at {first.loc}); give each "
-                         f"volume its own, or leave {UBLK_ID} out to let the kernel pick", UBLK_ID)
+    for volume, first in repeated(volumes, lambda v: v.attrs[UBLK_ID]):
+        report.error(volume.where(UBLK_ID),
+                     f"{volume.label()}: {UBLK_ID} {volume.attrs[UBLK_ID]} is already the "
+                     f"device number of volume {first.name} (at {first.loc}); give each "
+                     f"volume its own, or leave {UBLK_ID} out to let the kernel pick", UBLK_ID)
 
 
 KIND = Volume()
