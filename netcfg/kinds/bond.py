@@ -22,6 +22,7 @@ SLAVES = "bond-slaves"
 DEFAULT_MODE = "balance-rr"  # the kernel's default, and ifupdown2's
 LACP = "802.3ad"
 GRAT_ARP, UNSOL_NA = "bond-num-grat-arp", "bond-num-unsol-na"
+USE_CARRIER = "bond-use-carrier"
 
 
 class Bond(Kind):
@@ -37,9 +38,6 @@ class Bond(Kind):
         # ifupdown2 writes `bond-slaves none` for a bond without slaves.
         if obj.attrs.get(SLAVES) == ["none"]:
             obj.attrs[SLAVES] = []
-        # The kernel's use_carrier is always on now: 1 is what it does (the
-        # schema refuses 0), so there is nothing to send or read back.
-        obj.attrs.pop("bond-use-carrier", None)
         # Two ifupdown2 names of one kernel setting (num_peer_notif).
         if UNSOL_NA in obj.attrs:
             value = obj.attrs.pop(UNSOL_NA)
@@ -77,6 +75,13 @@ class Bond(Kind):
                                                f"multiple of bond-miimon {miimon}; the kernel "
                                                f"would round it down to "
                                                f"{value - value % miimon}", delay)
+        if obj.attrs.get(USE_CARRIER) is False:
+            # Sent and read back like any other knob; only the running kernel
+            # knows whether it still has the driver-polling mode.
+            report.warning(obj.where(USE_CARRIER),
+                           f"{obj.label()}: {USE_CARRIER} no polls the slaves' drivers "
+                           f"(ethtool, MII ioctls); kernels that removed that mode refuse it "
+                           f"and the apply fails here (Debian's 6.12 has it)", USE_CARRIER)
         seen: set[str] = set()
         for slave in iter_names(obj.attrs.get(SLAVES)):
             if slave in seen:

@@ -3,6 +3,7 @@
     auto red
     iface red
         vrf-table 1001        # or `auto`: netcfg picks a free table id
+        vrf-default-route no  # accepted: no implicit route in the table
 
     iface swp3
         vrf red
@@ -22,6 +23,10 @@ from netcfg.kinds.base import Kind
 from netcfg.model.model import ConfigObject, Model
 
 TABLE = "vrf-table"
+# Cumulus's vrf-helper adds an unreachable default route unless this says no;
+# Debian's ifupdown2 3.0.0 has no such attribute (it warns and ignores it) and
+# adds none, nor does netcfg: `no` states what is done and is accepted.
+DEFAULT_ROUTE = "vrf-default-route"
 AUTO = "auto"
 FIRST_AUTO_TABLE = 1001  # ifupdown2's vrf-table auto range starts here too
 MAX_TABLE = 4294967295
@@ -79,10 +84,23 @@ class Vrf(Kind):
                          f"{obj.label()}: {TABLE} {table} is the kernel's {RESERVED[table]} "
                          f"table; give the vrf a table of its own (e.g. {FIRST_AUTO_TABLE}) "
                          f"or write '{TABLE} {AUTO}'", TABLE)
+        if obj.attrs.get(DEFAULT_ROUTE):
+            report.error(obj.where(DEFAULT_ROUTE),
+                         f"{obj.label()}: {DEFAULT_ROUTE} yes asks for an unreachable default "
+                         f"route in the vrf's table, which Cumulus Linux's vrf-helper adds; "
+                         f"Debian's ifupdown2 adds none and netcfg has no unreachable routes: "
+                         f"remove the line (or write '{DEFAULT_ROUTE} no', what both do), or "
+                         f"route the vrf's default with 'route default via GW vrf "
+                         f"{obj.name}'", DEFAULT_ROUTE)
         if "vrf" in obj.attrs:
             report.error(obj.where("vrf"),
                          f"{obj.label()}: a vrf cannot be a member of another vrf; remove "
                          f"'vrf {obj.attrs['vrf']}' from {obj.name}", "vrf")
+
+    def complete(self, obj: ConfigObject, report) -> None:
+        # `no` is the only value check lets through, and it adds nothing.
+        if obj.attrs.get(DEFAULT_ROUTE) is False:
+            del obj.attrs[DEFAULT_ROUTE]
 
     def complete_model(self, model: Model, report) -> None:
         allocate_tables(model)

@@ -392,7 +392,11 @@ def _load_kind(name: str) -> _KindInfo:
     except FileNotFoundError:
         specs = {}
     defaults = {a: spec.schema["default"] for a, spec in specs.items() if "default" in spec.schema}
-    return _KindInfo(kind, registry.hooks_for(name), frozenset(specs), kind.creatable,
+    # An attribute a create request does not carry (at_create false) is a
+    # link-set right after it, located at its own line if the kernel refuses it.
+    own = frozenset(a for a, spec in specs.items()
+                    if spec.kernel is None or spec.kernel.at_create)
+    return _KindInfo(kind, registry.hooks_for(name), own, kind.creatable,
                      kind.immutable_attributes, defaults=defaults)
 
 
