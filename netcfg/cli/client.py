@@ -154,7 +154,7 @@ def format_status(status: dict[str, Any]) -> str:
                  f"full, {counters.get('deferred', 0)} deferred by a backoff); "
                  f"{counters['repairs']} operations, {counters['requests']} requests, "
                  f"{counters['failures']} failures")
-    lines.append(f"{'NAMESPACE':<20} {'POLICY':<8} {'OBJECTS':>7}  STATE")
+    lines.append(NAMESPACES.format(*NAMESPACES_HEADER))
     for ns in status["namespaces"]:
         if ns["error"]:
             state = f"failing ({ns['failures']}x, retry in {ns['retry_in_s']} s): {ns['error']}"
@@ -162,41 +162,51 @@ def format_status(status: dict[str, Any]) -> str:
             state = f"drift: {len(ns['drift'])} differences (policy report)"
         else:
             state = f"ok, {ns['repairs']} repairs" if ns["repairs"] else "ok"
-        lines.append(f"{ns['name'] or '(host)':<20} {ns['policy']:<8} {ns['objects']:>7}  {state}")
+        lines.append(NAMESPACES.format(ns["name"] or "(host)", ns["policy"], ns["objects"], state))
         lines += [f"    {d}" for d in ns["drift"][:20]]
     lines += _storage_lines(status.get("storage") or {})
     return "\n".join(lines) + "\n"
 
 
+# The status tables: one layout each (str.format), for the header and the rows.
+NAMESPACES, NAMESPACES_HEADER = "{:<20} {:<8} {:>7}  {}", ("NAMESPACE", "POLICY", "OBJECTS",
+                                                           "STATE")
+TARGETS, TARGETS_HEADER = "{:<44} {:<12} {:>8}  {}", ("TARGET", "NAMESPACE", "SESSIONS", "PORTALS")
+UBLK, UBLK_HEADER = "{:<20} {:<14} {}", ("VOLUME", "DEVICE", "STATE")
+
+
+def _table(problem: str | None, layout: str, header: tuple[str, ...],
+           rows: list[tuple[Any, ...]]) -> list[str]:
+    """A status section: its problem line, then its table when it has rows."""
+    lines = [problem] if problem else []
+    if rows:
+        lines += [layout.format(*header)] + [layout.format(*row) for row in rows]
+    return lines
+
+
 def _storage_lines(storage: dict[str, Any]) -> list[str]:
     """The embedded iSCSI target: sessions per target (netcfgd/storage.py)."""
-    lines = []
-    if storage.get("error"):
-        lines.append(f"storage: {storage['error']}")
-    if storage.get("targets"):
-        lines.append(f"{'TARGET':<44} {'NAMESPACE':<12} {'SESSIONS':>8}  PORTALS")
-        for t in storage["targets"]:
-            portals = ", ".join(t["portals"]) if t["serving"] else "(waiting for the namespace)"
-            lines.append(f"{t['iqn']:<44} {t['netns'] or '(host)':<12} {t['sessions']:>8}  "
-                         f"{portals}")
-    return lines + _ublk_lines(storage.get("ublk") or {})
+    rows = [(t["iqn"], t["netns"] or "(host)", t["sessions"],
+             ", ".join(t["portals"]) if t["serving"] else "(waiting for the namespace)")
+            for t in storage.get("targets") or ()]
+    error = storage.get("error")
+    return (_table(error and f"storage: {error}", TARGETS, TARGETS_HEADER, rows)
+            + _ublk_lines(storage.get("ublk") or {}))
 
 
 def _ublk_lines(ublk: dict[str, Any]) -> list[str]:
     """Volumes as local ublk devices (netcfgd/ublk.py)."""
-    lines = []
-    if ublk.get("unavailable"):
-        lines.append(f"ublk: unavailable: {ublk['unavailable']}; iSCSI is not affected")
-    if ublk.get("devices"):
-        lines.append(f"{'VOLUME':<20} {'DEVICE':<14} STATE")
-        for d in ublk["devices"]:
-            if d["state"] == "error":
-                state = f"not served: {d['error']}"
-            elif d["state"] == "kept":
-                state = f"kept (dropped from the config, in use: {d['held_by']})"
-            else:
-                state = f"serving as {d['link']}" + (" (adopted)" if d["adopted"] else "")
-            if d.get("warning"):
-                state += f"; warning: {d['warning']}"
-            lines.append(f"{d['volume']:<20} {d.get('device', '-'):<14} {state}")
-    return lines
+    rows = []
+    for d in ublk.get("devices") or ():
+        if d["state"] == "error":
+            state = f"not served: {d['error']}"
+        elif d["state"] == "kept":
+            state = f"kept (dropped from the config, in use: {d['held_by']})"
+        else:
+            state = f"serving as {d['link']}" + (" (adopted)" if d["adopted"] else "")
+        if d.get("warning"):
+            state += f"; warning: {d['warning']}"
+        rows.append((d["volume"], d.get("device", "-"), state))
+    unavailable = ublk.get("unavailable")
+    return _table(unavailable and f"ublk: unavailable: {unavailable}; iSCSI is not affected",
+                  UBLK, UBLK_HEADER, rows)
