@@ -572,7 +572,13 @@ class Renderer:
             # the body or def, not where the name is used: find the use.
             line = _first_use(module.source_lines(), undefined.group(1), line)
         loc = SourceLocation(module.filename, line)
-        return _diagnostic(loc, kind, message, module.line_text(line))
+        line_text = module.line_text(line)
+        if line_text.lstrip().startswith("#") and not line_text.lstrip().startswith("##"):
+            # ifupdown2's docs/examples keep usage notes in such lines; its
+            # own renderer fails on them the same way.
+            message += ("; this line is a comment to interfaces(5) but not to Mako, which "
+                        "runs the tags and ${...} in it: a Mako comment starts with '##'")
+        return _diagnostic(loc, kind, message, line_text)
 
 
 def _diagnostic(loc: SourceLocation, kind: str, message: str, line_text: str) -> Diagnostic:
