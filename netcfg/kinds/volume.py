@@ -70,11 +70,28 @@ class Volume(Kind):
                          f"2T", SIZE)
 
     def check_model(self, model: Model, report) -> None:
-        _check_shared_backing(model, report)
-        _check_unique_ublk_id(model, report)
+        for attribute, type_, what, fix in UNIQUE:
+            volumes = [v for v in model.volumes.values()
+                       if isinstance(v.attrs.get(attribute), type_)]
+            for volume, first in repeated(volumes, lambda v: v.attrs[attribute]):
+                report.error(volume.where(attribute),
+                             f"{volume.label()}: {attribute} {volume.attrs[attribute]} is "
+                             f"already the {what} of volume {first.name} (at {first.loc}); "
+                             f"{fix}", attribute)
 
     def create_params(self, obj: ConfigObject) -> dict:
         return {k: obj.attrs[k] for k in (BACKING, SIZE, UBLK, *UBLK_TUNING) if k in obj.attrs}
+
+
+# What no two volumes may share: (attribute, its type once valid, what it is
+# to the volume, the fix). Two volumes on one file would each cache and write
+# it independently; a ublk device number names one device.
+UNIQUE = (
+    (BACKING, str, "backing",
+     "export one volume from several targets instead of two volumes on one file"),
+    (UBLK_ID, int, "device number",
+     f"give each volume its own, or leave {UBLK_ID} out to let the kernel pick"),
+)
 
 
 def parse_owner(text: str) -> tuple[int, int] | None:
@@ -84,25 +101,6 @@ def parse_owner(text: str) -> tuple[int, int] | None:
         return None
     ids = int(uid), int(gid)
     return ids if max(ids) <= MAX_ID else None
-
-
-def _check_shared_backing(model: Model, report) -> None:
-    # Two volumes on one file would each cache and write it independently.
-    volumes = [v for v in model.volumes.values() if isinstance(v.attrs.get(BACKING), str)]
-    for volume, first in repeated(volumes, lambda v: v.attrs[BACKING]):
-        report.error(volume.where(BACKING),
-                     f"{volume.label()}: {BACKING} {volume.attrs[BACKING]} is already the "
-                     f"backing of volume {first.name} (at {first.loc}); export one volume "
-                     f"from several targets instead of two volumes on one file", BACKING)
-
-
-def _check_unique_ublk_id(model: Model, report) -> None:
-    volumes = [v for v in model.volumes.values() if isinstance(v.attrs.get(UBLK_ID), int)]
-    for volume, first in repeated(volumes, lambda v: v.attrs[UBLK_ID]):
-        report.error(volume.where(UBLK_ID),
-                     f"{volume.label()}: {UBLK_ID} {volume.attrs[UBLK_ID]} is already the "
-                     f"device number of volume {first.name} (at {first.loc}); give each "
-                     f"volume its own, or leave {UBLK_ID} out to let the kernel pick", UBLK_ID)
 
 
 KIND = Volume()
