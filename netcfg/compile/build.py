@@ -20,7 +20,7 @@ from netcfg.kinds import registry
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
-from netcfg.schemas.spec import AttributeSpec, group_attributes, value_checker
+from netcfg.schemas.spec import PORT, AttributeSpec, group_attributes, value_checker
 
 # Consumed by the builder itself rather than stored as attributes.
 PLACEMENT_ATTRIBUTE = "netns"
@@ -267,12 +267,7 @@ class _ObjectBuilder:
     def _add_value(self, obj: ConfigObject, spec: AttributeSpec, raw: RawAttribute) -> None:
         name = spec.name
         if spec.group == "bridge-port" and obj.kind == "bridge" and "=" in raw.value:
-            # ifupdown2's per-port form on the bridge (bridge-portmcrouter swp1=0):
-            # not mapped onto the ports yet; a port's own stanza takes the value.
-            self.report.error(raw.loc, f"{obj.label()}: {name} PORT=VALUE (ifupdown2's "
-                              f"per-port form on the bridge) is not supported: write "
-                              f"'{name} VALUE' in each port's stanza", name)
-            obj.locs.setdefault(name, raw.loc)
+            self._add_per_port(obj, spec, raw)
             return
         cache_key = (spec.group, name, raw.value)
         value = self.scalar_cache.get(cache_key) if spec.type != "array" else None
@@ -307,6 +302,56 @@ class _ObjectBuilder:
             return
         obj.attrs[name] = value
         obj.locs[name] = raw.loc
+
+
+    def _add_per_port(self, obj: ConfigObject, spec: AttributeSpec, raw: RawAttribute) -> None:
+        """ifupdown2's per-port form on the bridge (`bridge-pathcosts swp1=4
+        swp2=4`, addons/bridge.py parse_interface_list_value): each value is
+        typed and checked as the port's own line would be, and kept as
+        {port: value} until compile/validate.py hands each port its value
+        (bridge_port_forms), once the ports are known."""
+        name = spec.name
+        obj.locs.setdefault(name, raw.loc)
+        if spec.kernel is None or spec.kernel.place != PORT:
+            self.report.error(raw.loc, f"{obj.label()}: {name} PORT=VALUE is a per-port "
+                              f"form only for the port options; write '{name} VALUE'", name)
+            return
+        if name in obj.attrs:
+            # ifupdown2 reads only the first line of these (get_attr_value_first):
+            # a second line would be ignored there, so it is refused here.
+            self.report.error(raw.loc, f"{obj.label()}: {name} is given twice (first at "
+                              f"{obj.locs[name]}); ifupdown2 reads only the first line: "
+                              f"write every PORT=VALUE on one line", name)
+            return
+        per_port: dict[str, object] = {}
+        for entry in raw.value.split():
+            port, sep, text = entry.partition("=")
+            if not sep or not port or not text:
+                self.report.error(raw.loc, f"{obj.label()}: {name}: '{entry}' is not PORT=VALUE; "
+                                  f"write '{name} PORT=VALUE ...' or '{name} VALUE' for "
+                                  f"every port", name)
+                return
+            try:
+                value = parse_value(spec, text)
+                messages = value_checker(spec.group, name)(value)
+            except ValueError as e:
+                messages = [str(e)]
+            if messages:
+                self.report.error(raw.loc, f"{obj.label()}: {name} {entry}: {messages[0]}", name)
+                return
+            if port in per_port and per_port[port] != value:
+                self.report.error(raw.loc, f"{obj.label()}: {name} gives {port} two values "
+                                  f"({per_port[port]!r}, {value!r})", name)
+                return
+            per_port[port] = value
+        obj.attrs[name] = PerPort(per_port)
+        obj.locs[name] = raw.loc
+
+
+class PerPort(dict):
+    """{port name: value} of a per-port form on a bridge, from the builder to
+    validate.bridge_port_forms, which moves each value onto its port; never
+    left in a finished model."""
 
 
 # Attributes whose several lines ifupdown2 merges into one list.

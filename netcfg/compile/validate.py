@@ -10,7 +10,9 @@ trait runs its checks. The same function finishes models read from JSON.
 
 from __future__ import annotations
 
+from netcfg.compile.build import PerPort
 from netcfg.kinds import registry
+from netcfg.kinds.bridge_port import PORT_OPTIONS
 from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, MASTER, STRUCTURAL_ROLES, Reference
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.model import IFACE, NETNS, ROOT_NETNS, VOLUME, ConfigObject, Model
@@ -41,6 +43,7 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     _imply_namespaces(model)
     edges = _resolve_references(model, report)
     _report_cycles(model, edges, report)
+    _bridge_port_forms(model, report)
     if not requests:
         return model
     _bring_up_dependencies(model, report)
@@ -53,6 +56,50 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     for trait in _used_hooks(model):
         trait.check_model(model, report)
     return model
+
+
+def _bridge_port_forms(model: Model, report: Report) -> None:
+    """A port option written on the bridge sets it on the ports, as ifupdown2
+    does (addons/bridge.py _apply_bridge_port_settings_all): `bridge-learning
+    off` on the bridge for every port that does not write its own, `bridge-
+    learning swp1=off` (the builder's PerPort) for the ports named. After
+    this the ports hold the values exactly as if their stanzas wrote them
+    (one model: the same checks, diff and read-back), and the bridge none."""
+    for bridge in list(model.interfaces.values()):
+        if bridge.kind != "bridge":
+            continue
+        written = [a for a in PORT_OPTIONS if a in bridge.attrs]
+        if not written:
+            continue
+        ports = [model.interfaces.get((bridge.netns, name))
+                 for name in bridge.attrs.get("bridge-ports", ())]
+        for attribute in written:
+            value, loc = bridge.attrs.pop(attribute), bridge.locs.pop(attribute, bridge.loc)
+            if not isinstance(value, PerPort):
+                for port in ports:
+                    if port is not None and attribute not in port.attrs:
+                        port.attrs[attribute], port.locs[attribute] = value, loc
+                continue
+            by_name = {p.name: p for p in ports if p is not None}
+            for name, port_value in value.items():
+                port = by_name.get(name)
+                if port is None:
+                    listed = " ".join(bridge.attrs.get("bridge-ports", ())) or "none"
+                    report.error(loc, f"{bridge.label()}: {attribute} names {name}, which is not "
+                                 f"a port of {bridge.name} (bridge-ports: {listed})", attribute)
+                    continue
+                own = port.attrs.get(attribute)
+                if attribute in port.attrs and own != port_value:
+                    report.error(loc, f"{bridge.label()}: {attribute} {name}={_text(port_value)} "
+                                 f"contradicts {port.name}'s own {attribute} {_text(own)} at "
+                                 f"{port.where(attribute)}; give it once", attribute)
+                    continue
+                if attribute not in port.attrs:
+                    port.attrs[attribute], port.locs[attribute] = port_value, loc
+
+
+def _text(value) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
 def _bring_up_dependencies(model: Model, report: Report) -> None:

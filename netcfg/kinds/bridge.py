@@ -15,6 +15,7 @@ that say nothing themselves (ifupdown2 semantics).
 from __future__ import annotations
 
 from netcfg.kinds.base import PORT, Kind, Reference, declared_params, iter_names
+from netcfg.kinds.bridge_port import warn_not_vlan_aware
 from netcfg.model.model import IFACE, ConfigObject, Model
 
 # A Linux bridge holds at most this many ports (BR_MAX_PORTS - 1).
@@ -22,6 +23,7 @@ MAX_PORTS = 1023
 FORWARD_DELAY, HASH_ELASTICITY = "bridge-fd", "bridge-hashel"
 STP_FORWARD_DELAY = (2, 30)   # BR_MIN_FORWARD_DELAY, BR_MAX_FORWARD_DELAY in seconds
 KERNEL_HASH_ELASTICITY = 16   # RHT_ELASTICITY: what the kernel reports whatever is set
+PVE_DISABLE_MAC_LEARNING = "bridge-disable-mac-learning"
 
 
 class Bridge(Kind):
@@ -42,6 +44,9 @@ class Bridge(Kind):
     takes_rx_handler = True
 
     def complete(self, obj: ConfigObject, report) -> None:
+        # Proxmox's, read by pve-common when it plugs a guest's port: no
+        # kernel state of this file's devices (docs/compat.md), so not kept.
+        obj.attrs.pop(PVE_DISABLE_MAC_LEARNING, None)
         if obj.attrs.get("bridge-ports") == ["none"]:
             obj.attrs["bridge-ports"] = []  # ifupdown2: a bridge without ports
         hashel = obj.attrs.get(HASH_ELASTICITY)
@@ -89,12 +94,13 @@ class Bridge(Kind):
                              f"allows with bridge-stp yes", FORWARD_DELAY)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
         if not vlan_aware:
-            for attribute in ("bridge-vids", "bridge-pvid", "bridge-access",
-                              "bridge-mcast-vlan-snooping"):
+            for attribute in ("bridge-vids", "bridge-pvid", "bridge-access"):
                 if attribute in obj.attrs:
-                    report.error(obj.where(attribute),
-                                 f"{obj.label()}: {attribute} needs 'bridge-vlan-aware yes' on "
-                                 f"the bridge", attribute)
+                    warn_not_vlan_aware(obj, attribute, obj.name, report)
+            if "bridge-mcast-vlan-snooping" in obj.attrs:
+                report.error(obj.where("bridge-mcast-vlan-snooping"),
+                             f"{obj.label()}: bridge-mcast-vlan-snooping needs "
+                             f"'bridge-vlan-aware yes' on the bridge", "bridge-mcast-vlan-snooping")
 
     def create_params(self, obj: ConfigObject) -> dict:
         params = {"vlan_filtering": obj.attrs.get("bridge-vlan-aware", False),

@@ -7,7 +7,10 @@
         bridge-access 300
 
 These only mean something on a port of a VLAN-aware bridge, so the check
-looks up the interface's master.
+looks up the interface's master; under a bridge that is not VLAN-aware they
+are a warning and set nothing, as ifupdown2 ignores them there. Port options
+(bridge-learning, bridge-pathcosts, ...) written on the bridge are moved onto
+its ports by compile/validate.py before these checks.
 """
 
 from __future__ import annotations
@@ -41,10 +44,21 @@ class BridgePort(Trait):
             report.error(obj.where(written[0]),
                          f"{obj.label()}: {written[0]} applies to bridge ports, but no bridge "
                          f"lists {obj.name} in bridge-ports", written[0])
-        elif written[0] in VLAN_ATTRIBUTES and not master.attrs.get("bridge-vlan-aware"):
-            report.error(obj.where(written[0]),
-                         f"{obj.label()}: {written[0]} needs bridge {master.name} to be "
-                         f"VLAN-aware (bridge-vlan-aware yes)", written[0])
+        elif not master.attrs.get("bridge-vlan-aware"):
+            for attribute in written:
+                if attribute in VLAN_ATTRIBUTES:
+                    warn_not_vlan_aware(obj, attribute, master.name, report)
+
+
+def warn_not_vlan_aware(obj: ConfigObject, attribute: str, bridge: str, report) -> None:
+    """ifupdown2 ignores VLAN settings under a bridge that is not VLAN-aware
+    (its bridge addon applies them only with bridge-vlan-aware yes), and
+    files written for it carry such lines: they pass, said at their line,
+    and netcfg sets nothing for them (plan/diff.py port_vlans)."""
+    report.warning(obj.where(attribute),
+                   f"{obj.label()}: {attribute} does nothing: bridge {bridge} is not VLAN-aware "
+                   f"(no bridge-vlan-aware yes), so no VLAN is set, as ifupdown2 ignores it "
+                   f"too; remove the line, or make the bridge VLAN-aware", attribute)
 
 
 TRAIT = BridgePort()

@@ -1,0 +1,174 @@
+"""ifupdown2's bridge-family forms (issue 12, docs/compat.md): port options
+written on the bridge (per port or for every port), VLAN lines under a bridge
+that is not VLAN-aware, Proxmox's bridge-disable-mac-learning."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from netcfg.compile.jsonform import model_to_json
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.model.errors import ConfigInvalid
+
+
+def compiled(tmp_path, text: str, name: str = "interfaces"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return compile_config(ConfigSource(path=str(path)))
+
+
+def errors(tmp_path, text: str) -> list[str]:
+    with pytest.raises(ConfigInvalid) as e:
+        compiled(tmp_path, text)
+    return [d.format() for d in e.value.diagnostics if d.severity == "error"]
+
+
+def as_json(model) -> str:
+    return json.dumps(model_to_json(model), sort_keys=True)
+
+
+def test_the_bridge_forms_make_the_model_the_port_stanzas_make(tmp_path):
+    on_bridge = compiled(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1 swp2
+            bridge-learning off
+            bridge-pathcosts swp1=4 swp2=8
+            bridge-portmcrouter swp2=enabled
+            bridge-unicast-flood swp1=off
+        auto swp2
+        iface swp2
+            bridge-learning on
+        """, "a")
+    on_ports = compiled(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1 swp2
+        auto swp1
+        iface swp1
+            bridge-learning off
+            bridge-pathcosts 4
+            bridge-unicast-flood off
+        auto swp2
+        iface swp2
+            bridge-learning on
+            bridge-pathcosts 8
+            bridge-portmcrouter 2
+        """, "b")
+    assert as_json(on_bridge.model) == as_json(on_ports.model)
+    bridge = on_bridge.model.interfaces[("", "br0")]
+    assert not {"bridge-learning", "bridge-pathcosts"} & set(bridge.attrs)
+    # each port's value is located at the bridge's line that gave it
+    swp1 = on_bridge.model.interfaces[("", "swp1")]
+    assert swp1.locs["bridge-pathcosts"].line == 5
+
+
+def test_the_same_value_both_ways_is_one_value(tmp_path):
+    result = compiled(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1
+            bridge-portprios swp1=10
+        auto swp1
+        iface swp1
+            bridge-portprios 10
+        """)
+    assert result.model.interfaces[("", "swp1")].attrs["bridge-portprios"] == 10
+
+
+def test_a_port_that_is_not_the_bridges_and_two_values_are_errors_at_their_lines(tmp_path):
+    found = errors(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1 swp2
+            bridge-pathcosts swp3=4
+            bridge-learning swp2=off
+        auto swp2
+        iface swp2
+            bridge-learning on
+        auto swp3
+        iface swp3
+        """)
+    path = tmp_path / "interfaces"
+    assert found == [
+        f"{path}:4: error: br0: bridge-pathcosts names swp3, which is not a port of br0 "
+        f"(bridge-ports: swp1 swp2)",
+        f"{path}:5: error: br0: bridge-learning swp2=off contradicts swp2's own "
+        f"bridge-learning on at {path}:8; give it once",
+    ]
+
+
+def test_a_non_port_option_has_no_per_port_form(tmp_path):
+    found = errors(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1
+            bridge-vlan-aware yes
+            bridge-pvid swp1=10
+        """)
+    assert len(found) == 1 and "bridge-pvid PORT=VALUE is a per-port form only" in found[0]
+
+
+def test_a_plain_value_in_the_json_form_is_every_ports_too(tmp_path):
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps({"version": 1, "interfaces": [
+        {"name": "br0", "kind": "bridge", "auto": True, "bridge-ports": ["swp1"],
+         "bridge-learning": False}]}))
+    model = compile_config(ConfigSource(path=str(path))).model
+    assert model.interfaces[("", "swp1")].attrs["bridge-learning"] is False
+    assert "bridge-learning" not in model.interfaces[("", "br0")].attrs
+
+
+def test_vlan_lines_under_a_bridge_that_is_not_vlan_aware_are_warnings(tmp_path):
+    result = compiled(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1 vx42
+            bridge-vids 100
+        auto swp1
+        iface swp1
+            bridge-access 20
+        auto vx42
+        iface vx42
+            vxlan-id 42
+            bridge-vids 10 11
+            bridge-pvid 10
+        """)
+    said = sorted((w.loc.line, w.attribute) for w in result.warnings)
+    assert said == [(4, "bridge-vids"), (7, "bridge-access"), (11, "bridge-vids"),
+                    (12, "bridge-pvid")]
+    assert all("is not VLAN-aware" in w.message for w in result.warnings)
+
+
+def test_vlan_snooping_on_a_bridge_that_is_not_vlan_aware_stays_an_error(tmp_path):
+    found = errors(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1
+            bridge-mcast-vlan-snooping yes
+        """)
+    assert len(found) == 1 and "needs 'bridge-vlan-aware yes'" in found[0]
+
+
+def test_proxmox_disable_mac_learning_is_accepted_and_sets_nothing(tmp_path):
+    result = compiled(tmp_path, """\
+        iface ens18 inet manual
+        auto vmbr0
+        iface vmbr0 inet manual
+            bridge-ports ens18
+            bridge-disable-mac-learning 1
+        """)
+    assert result.warnings == []
+    for obj in result.model.interfaces.values():
+        assert "bridge-disable-mac-learning" not in obj.attrs
+        assert "bridge-learning" not in obj.attrs
+    found = errors(tmp_path, """\
+        auto vmbr0
+        iface vmbr0
+            bridge-ports none
+            bridge-disable-mac-learning maybe
+        """)
+    assert len(found) == 1 and "bridge-disable-mac-learning" in found[0]
