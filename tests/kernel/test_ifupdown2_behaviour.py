@@ -79,26 +79,23 @@ def test_a_bridge_port_without_an_auto_line_comes_up_with_its_bridge(session, tm
     assert main(["query", "--check", "-c", str(path)]) == 1
 
 
-HOOKS = textwrap.dedent("""\
-    netns red
+def red_pair(host: tuple[str, ...] = (), eth0: tuple[str, ...] = (), method: str = "") -> str:
+    """Config text: veth-red (10.0.1.1/30) whose peer is eth0 (10.0.1.2/30) in
+    the namespace red, each stanza ending with its ``host`` / ``eth0`` lines;
+    ``method``: eth0's `inet static` (the METHOD its hooks see)."""
+    return "".join([
+        "auto veth-red\niface veth-red\n    link-type veth\n    veth-peer-name eth0\n",
+        "    veth-peer-netns red\n    address 10.0.1.1/30\n", *(f"    {a}\n" for a in host),
+        f"\nauto eth0\niface eth0{method and ' ' + method}\n    netns red\n",
+        "    address 10.0.1.2/30\n", *(f"    {a}\n" for a in eth0)])
 
-    auto veth-red
-    iface veth-red
-        link-type veth
-        veth-peer-name eth0
-        veth-peer-netns red
-        address 10.0.1.1/30
 
-    auto eth0
-    iface eth0 inet static
-        netns red
-        address 10.0.1.2/30
-        pre-up echo "pre-up of $IFACE"
-        post-up env | grep -E '^(IFACE|LOGICAL|ADDRFAM|METHOD|MODE|PHASE|VERBOSITY|IF_[A-Z_]+)=' \\
-            | sort > {out}
-        post-up readlink /proc/self/ns/net >> {out}
-        post-up ip route add 192.0.2.0/24 via 10.0.1.1
-    """)
+HOOKS = "netns red\n\n" + red_pair(eth0=(
+    'pre-up echo "pre-up of $IFACE"',
+    "post-up env | grep -E '^(IFACE|LOGICAL|ADDRFAM|METHOD|MODE|PHASE|VERBOSITY|IF_[A-Z_]+)=' "
+    "\\\n        | sort > {out}",
+    "post-up readlink /proc/self/ns/net >> {out}",
+    "post-up ip route add 192.0.2.0/24 via 10.0.1.1"), method="inet static")
 
 
 def test_imperative_lines_run_in_the_interfaces_namespace_with_ifupdown2s_environment(
@@ -158,23 +155,9 @@ def test_dns_lines_go_to_the_namespaces_resolv_conf_and_the_hosts_resolver(
     monkeypatch.setenv("NETCFG_ETC_NETNS", str(tmp_path / "netns"))
     monkeypatch.setenv("NETCFG_HOST_RESOLVER", f"file:{tmp_path / 'host-resolv.conf'}")
     path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent("""\
-        auto veth-red
-        iface veth-red
-            link-type veth
-            veth-peer-name eth0
-            veth-peer-netns red
-            address 10.0.1.1/30
-            dns-nameservers 192.0.2.53
-            dns-search example.net
-
-        auto eth0
-        iface eth0
-            netns red
-            address 10.0.1.2/30
-            dns-nameservers 10.0.1.1 2001:db8::53
-            dns-search tenant.example corp.example
-        """))
+    path.write_text(red_pair(
+        host=("dns-nameservers 192.0.2.53", "dns-search example.net"),
+        eth0=("dns-nameservers 10.0.1.1 2001:db8::53", "dns-search tenant.example corp.example")))
     model = compile_config(ConfigSource(path=str(path))).model
     result = apply(model, session)
     assert (tmp_path / "netns" / "red" / "resolv.conf").read_text() == (
