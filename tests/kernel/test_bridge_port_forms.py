@@ -1,0 +1,98 @@
+"""ifupdown2's port options written on the bridge (`bridge-pathcosts v0=40`,
+`bridge-learning off` for every port) against the real kernel: each port
+gets the value, as its own line would give it, read back by iproute2; the
+bridge itself gets none; a second apply sends nothing; moving a value from
+the bridge's line to the port's own sends nothing either (one model)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+from netcfg.apply.execute import apply
+from netcfg.compile.pipeline import ConfigSource, compile_config
+
+ON_BRIDGE = textwrap.dedent("""\
+    auto v0
+    iface v0
+        link-type veth
+        veth-peer-name v0p
+
+    auto v1
+    iface v1
+        link-type veth
+        veth-peer-name v1p
+        bridge-learning on
+
+    auto br1
+    iface br1
+        bridge-ports v0 v1
+        bridge-learning off
+        bridge-pathcosts v0=40 v1=50
+        bridge-portprios v1=12
+        bridge-portmcrouter v0=enabled
+        bridge-portmcfl v0=yes
+        bridge-unicast-flood v1=off
+        bridge-multicast-flood v1=off
+        bridge-arp-nd-suppress v0=on
+    """)
+
+ON_PORTS = textwrap.dedent("""\
+    auto v0
+    iface v0
+        link-type veth
+        veth-peer-name v0p
+        bridge-learning off
+        bridge-pathcosts 40
+        bridge-portmcrouter 2
+        bridge-portmcfl yes
+        bridge-arp-nd-suppress on
+
+    auto v1
+    iface v1
+        link-type veth
+        veth-peer-name v1p
+        bridge-learning on
+        bridge-pathcosts 50
+        bridge-portprios 12
+        bridge-unicast-flood off
+        bridge-multicast-flood off
+
+    auto br1
+    iface br1
+        bridge-ports v0 v1
+    """)
+
+
+def model_of(text: str, tmp_path):
+    path = tmp_path / "net.tmpl"
+    path.write_text(text)
+    return compile_config(ConfigSource(path=str(path))).model
+
+
+def port_data(dev: str) -> dict:
+    out = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", dev], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)[0]["linkinfo"]["info_slave_data"]
+
+
+def test_port_options_on_the_bridge_reach_each_port(session, tmp_path):
+    first = apply(model_of(ON_BRIDGE, tmp_path), session)
+    assert first.verified and first.requests > 0
+    v0, v1 = port_data("v0"), port_data("v1")
+    assert (v0["learning"], v0["cost"], v0["priority"]) == (False, 40, 32)
+    assert v0["multicast_router"] == 2 and v0["fastleave"] is True
+    assert v0["neigh_suppress"] is True and v0["flood"] is True
+    # v1's own line wins over the bridge's plain value (ifupdown2's rule)
+    assert (v1["learning"], v1["cost"], v1["priority"]) == (True, 50, 12)
+    assert v1["flood"] is False and v1["mcast_flood"] is False
+    assert v1["multicast_router"] == 1 and v1["neigh_suppress"] is False
+
+    assert apply(model_of(ON_BRIDGE, tmp_path), session).requests == 0
+    # The same settings written in the ports' stanzas are the same state.
+    assert apply(model_of(ON_PORTS, tmp_path), session).requests == 0
+
+    changed = apply(model_of(ON_BRIDGE.replace("v0=40", "v0=45"), tmp_path), session)
+    assert changed.verified and changed.requests > 0
+    assert port_data("v0")["cost"] == 45
