@@ -132,6 +132,20 @@ def _bond_master_to_slaves(pending: dict, report: Report) -> None:
         p.raws = kept
 
 
+def _why_not_a_bridge(obj: ConfigObject, owner: str) -> str:
+    """A bridge attribute on a stanza that is no bridge: what makes one. As in
+    ifupdown2 (addons/bridge.py _is_bridge), bridge-ports or bridge-vlan-aware
+    does; its other attributes only configure a bridge made so. Proxmox's SDN
+    file adds `iface vmbr0` lines to the host's vmbr0 and is read with it
+    (`source` from /etc/network/interfaces), never alone."""
+    if owner != "bridge" or obj.kind == "bridge":
+        return ""
+    return (f": an interface is a bridge when its stanzas write bridge-ports (or "
+            f"bridge-vlan-aware), as in ifupdown2, and no stanza of {obj.name} does. If a "
+            f"file that declares it is read with this one (Proxmox's SDN file adds to the "
+            f"host's vmbr0), check them together: netcfg check -c /etc/network/interfaces")
+
+
 def _mac_octets(mac: str) -> str:
     """ifupdown2 hands the MAC to `ip link add`, whose parser takes one hex
     digit for an octet (42:38:39:ff:00:1, as its own examples write it)."""
@@ -251,7 +265,8 @@ class _ObjectBuilder:
         if owner is not None and (raw.name != PLACEMENT_ATTRIBUTE):
             self.report.error(raw.loc, f"{obj.label()}: {raw.name} applies to {owner} "
                               f"{'interfaces' if obj.section == IFACE else 'stanzas'}, and "
-                              f"{obj.name} is a {obj.kind}", raw.name)
+                              f"{obj.name} is a {obj.kind}{_why_not_a_bridge(obj, owner)}",
+                              raw.name)
             return
         reason = explain(raw.name)
         if reason:
