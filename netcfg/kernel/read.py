@@ -41,6 +41,8 @@ from netcfg.netlink.read_parse import (DEFAULT_METRIC, S32, Link, RawRoute, getl
                                        parse_address, parse_bridge_vlans, parse_link, parse_route,
                                        port_vlan_attributes, route_attribute)
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.kinds.vxlan import PHYSDEV, REMOTE, SVCNODE, VNI, VNIFILTER
+from netcfg.netlink.fdb import RTM_GETNEIGH, fdb_dump, parse_remote
 
 PHYSICAL, LOOPBACK, LOOPBACK_NAME = "physical", "loopback", "lo"
 # 127.0.0.1/8 on lo carries no IFA_PROTO, even on 6.18 (inetdev_event sets none).
@@ -158,6 +160,8 @@ def read_namespace(sock: RtnlSocket, netns: str,
     build_interfaces(state, links, nsid_names or {})
     if any(o.attrs.get("bridge-vlan-aware") for o in state.interfaces.values()):
         _read_port_vlans(sock, state)
+    if any(o.kind == "vxlan" for o in state.interfaces.values()):
+        _read_vxlans(sock, state)
     _read_addresses(sock, state, {link.index for link in links if link.flags & IFF_LOOPBACK})
     _read_routes(sock, state, foreign_routes)
     spent = sock.counters.since(before)
@@ -277,6 +281,44 @@ def _read_port_vlans(sock: RtnlSocket, state: NamespaceState) -> None:
         if obj.kind != "vxlan" or not obj.attrs.get("vxlan-vnifilter"):
             port.pop("bridge-vlan-vni-map", None)   # valid only there (kinds/vxlan.py)
         obj.attrs.update(port)
+
+
+def _read_vxlans(sock: RtnlSocket, state: NamespaceState) -> None:
+    """A vxlan's underlay device by name (IFLA_VXLAN_LINK is an ifindex), and
+    the remotes of each vxlan-id device: one dump of its forwarding entries,
+    filtered by the kernel to the device (a switch's bridges may hold
+    thousands of learnt MACs; no namespace without a vxlan pays anything).
+    The all-zeros entry of the device's own group (vxlan-svcnodeip) is the
+    kernel's, not a remote (plan/fdb.py).
+
+    Equivalent to: `bridge fdb show brport VX | grep 00:00:00:00:00:00`.
+    """
+    for name, obj in state.interfaces.items():
+        if obj.kind != "vxlan":
+            continue
+        physdev = obj.attrs.get(PHYSDEV)
+        if isinstance(physdev, int):
+            if physdev in state.names:
+                obj.attrs[PHYSDEV] = state.names[physdev]
+            else:
+                del obj.attrs[PHYSDEV]
+                state.notes.append(f"{name}: its underlay device (ifindex {physdev}) is not in "
+                                   f"its namespace; netcfg has no spelling for that")
+        if obj.attrs.get(VNIFILTER) or VNI not in obj.attrs:
+            continue   # per-VNI remotes of a metadata device: not netcfg's (yet)
+        index = state.ifindex[name]
+        entries, _ = _dump(sock, state, RTM_GETNEIGH, fdb_dump(index), parse_remote)
+        group = obj.attrs.get(SVCNODE)
+        remotes = []
+        for entry in entries:
+            if entry is None or entry.ifindex != index or entry.dst == group:
+                continue
+            if entry.finer:
+                state.notes.append(f"{name}: remote {entry.dst} with its own port, VNI or "
+                                   f"device has no netcfg spelling")
+                continue
+            remotes.append(entry.dst)
+        obj.attrs[REMOTE] = remotes
 
 
 def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]) -> None:

@@ -3,13 +3,19 @@
     iface vni1000                      # classic: one device per VNI
         vxlan-id 1000
         vxlan-local-tunnelip 192.0.2.1
-        vxlan-remoteip 192.0.2.2
+        vxlan-remoteip 192.0.2.2       # head-end replication: one
+        vxlan-remoteip 192.0.2.3       # forwarding entry per remote
+        vxlan-physdev eth1             # optional underlay device
 
     iface vxlan0                       # extension: one device, many VNIs
         vxlan-vnifilter yes
         vxlan-local-tunnelip 192.0.2.1
         bridge-vlan-vni-map 100-199=10100-10199
         bridge-vids 100-199            # vxlan0 is a port of a VLAN-aware bridge
+
+Remotes are forwarding entries, not a link attribute, as ifupdown2 makes
+them (netcfg/netlink/fdb.py, plan/fdb.py); ``vxlan-svcnodeip`` is the
+device's own default destination (IFLA_VXLAN_GROUP).
 
 A VNI on a vnifilter device costs ~0.1 kB of kernel memory against ~42 kB
 for a device per VNI (DESIGN.md), which is why lowering prefers it.
@@ -19,11 +25,12 @@ from __future__ import annotations
 
 import ipaddress
 
-from netcfg.kinds.base import Kind, declared_params
-from netcfg.model.model import ConfigObject, Model
+from netcfg.kinds.base import LOWER, Kind, Reference, declared_params
+from netcfg.model.model import IFACE, ConfigObject, Model
 
 VNI, LOCAL, REMOTE, PORT = "vxlan-id", "vxlan-local-tunnelip", "vxlan-remoteip", "vxlan-port"
 VNIFILTER, VNI_MAP, LEARNING = "vxlan-vnifilter", "bridge-vlan-vni-map", "vxlan-learning"
+SVCNODE, PURGE, PHYSDEV = "vxlan-svcnodeip", "vxlan-purge-remotes", "vxlan-physdev"
 DEFAULT_PORT = 4789  # IANA; the kernel's own default (8472) predates it
 
 
@@ -54,16 +61,24 @@ class Vxlan(Kind):
     default_mtu = 1500
 
     def complete(self, obj: ConfigObject, report) -> None:
-        # A single address with no x-netcfg-syntax of its own: canonicalise here,
+        # Single addresses with no x-netcfg-syntax of their own: canonicalise here,
         # so that 2001:DB8::1 and 2001:db8::1 compare equal in the diff.
-        if LOCAL in obj.attrs:
-            try:
-                obj.attrs[LOCAL] = str(ipaddress.ip_address(obj.attrs[LOCAL]))
-            except ValueError:
-                report.error(obj.where(LOCAL),
-                             f"{obj.label()}: {LOCAL} '{obj.attrs[LOCAL]}' is not an IPv4 or "
-                             f"IPv6 address; write this host's tunnel source address", LOCAL)
-                del obj.attrs[LOCAL]
+        for attribute, what in ((LOCAL, "this host's tunnel source address"),
+                                (SVCNODE, "the service node's address or a multicast group")):
+            if attribute in obj.attrs:
+                try:
+                    obj.attrs[attribute] = str(ipaddress.ip_address(obj.attrs[attribute]))
+                except ValueError:
+                    report.error(obj.where(attribute),
+                                 f"{obj.label()}: {attribute} '{obj.attrs[attribute]}' is not an "
+                                 f"IPv4 or IPv6 address; write {what}", attribute)
+                    del obj.attrs[attribute]
+
+    def references(self, obj: ConfigObject):
+        physdev = obj.attrs.get(PHYSDEV)
+        if physdev is not None:
+            # IFLA_VXLAN_LINK is an ifindex of the vxlan's own namespace.
+            yield Reference(PHYSDEV, LOWER, IFACE, obj.netns, physdev, obj.where(PHYSDEV))
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         vnifilter = obj.attrs.get(VNIFILTER, False)
@@ -83,24 +98,38 @@ class Vxlan(Kind):
         if vnifilter:
             self._check_vnifilter(obj, model, report)
         remotes = obj.attrs.get(REMOTE, [])
-        if not vnifilter and len(remotes) > 1:
-            report.error(obj.where(REMOTE),
-                         f"{obj.label()}: {len(remotes)} {REMOTE} addresses; more than one "
-                         f"remote needs head-end replication FDB entries, which netcfg does not "
-                         f"manage yet. Give one {REMOTE}", REMOTE)
-        families = {_family(a) for a in (*remotes, obj.attrs.get(LOCAL)) if a}
+        local = obj.attrs.get(LOCAL)
+        if local is not None and local in remotes:
+            # A list shared by every host of a mesh names each host too.
+            report.warning(obj.where(REMOTE),
+                           f"{obj.label()}: {REMOTE} {local} is this host's {LOCAL}; it is "
+                           f"skipped, as ifupdown2 skips it", REMOTE)
+        svcnode = obj.attrs.get(SVCNODE)
+        if svcnode is not None and ipaddress.ip_address(svcnode).is_multicast \
+                and PHYSDEV not in obj.attrs:
+            report.error(obj.where(SVCNODE),
+                         f"{obj.label()}: {SVCNODE} {svcnode} is a multicast group, which needs "
+                         f"the device that joins it; add '{PHYSDEV} DEVICE' (ifupdown2 refuses "
+                         f"it too)", SVCNODE)
+        if PURGE in obj.attrs and vnifilter:
+            report.error(obj.where(PURGE),
+                         f"{obj.label()}: {PURGE} acts on the remotes of a vxlan-id device; a "
+                         f"vnifilter device's remotes are per VNI, which netcfg does not manage. "
+                         f"Remove it", PURGE)
+        families = {_family(a) for a in (*remotes, local, svcnode) if a}
         if len(families) > 1:
-            report.error(obj.where(REMOTE),
-                         f"{obj.label()}: {LOCAL} and {REMOTE} mix IPv4 and IPv6; a tunnel "
-                         f"uses one address family", REMOTE)
+            attribute = REMOTE if REMOTE in obj.attrs else SVCNODE
+            report.error(obj.where(attribute),
+                         f"{obj.label()}: {LOCAL}, {SVCNODE} and {REMOTE} mix IPv4 and IPv6; a "
+                         f"tunnel uses one address family", attribute)
 
     def _check_vnifilter(self, obj: ConfigObject, model: Model, report) -> None:
         if REMOTE in obj.attrs:
             report.error(obj.where(REMOTE),
                          f"{obj.label()}: {REMOTE} cannot be used with '{VNIFILTER} yes': "
-                         f"remotes of a vnifilter device are per VNI and need FDB entries, "
-                         f"which netcfg does not manage yet. Use one vxlan-id device per "
-                         f"VNI for static remotes", REMOTE)
+                         f"remotes of a vnifilter device are per VNI (forwarding entries with "
+                         f"src_vni), which netcfg does not manage yet. Use one vxlan-id device "
+                         f"per VNI for static remotes", REMOTE)
         pairs = vni_map(obj)
         for index, what in ((0, "VLAN"), (1, "VNI")):
             twice = _first_repeat(p[index] for p in pairs)
@@ -130,11 +159,11 @@ class Vxlan(Kind):
             params.update(external=True, vnifilter=True)
         else:
             params["id"] = obj.attrs.get(VNI)
-        declared = declared_params(obj, self.name, skip=(VNI, VNIFILTER, PORT, REMOTE))
+        # vxlan-physdev is the diff's lower device (params "link": encode
+        # sends it as IFLA_VXLAN_LINK); the remotes are fdb-add operations.
+        declared = declared_params(obj, self.name, skip=(VNI, VNIFILTER, PORT, PHYSDEV))
         if "local" in declared:
             params["local"] = declared.pop("local")
-        if obj.attrs.get(REMOTE):
-            params["remote"] = obj.attrs[REMOTE][0]
         params.update(declared)
         return params
 
@@ -147,13 +176,8 @@ class Vxlan(Kind):
                 attrs.pop(VNI, None)
                 notes.append(f"{name}: an external vxlan without vnifilter has no netcfg "
                              f"spelling")
-        remote = attrs.get(REMOTE)
-        if remote is not None:
-            if ipaddress.ip_address(remote).is_multicast:
-                del attrs[REMOTE]
-                notes.append(f"{name}: multicast group {remote} has no netcfg spelling")
-            else:
-                attrs[REMOTE] = [remote]   # a list of one in the config
+        # vxlan-physdev is read as the ifindex; kernel/read.py names it.
+        # vxlan-remoteip is read from the forwarding entries (kernel/read.py).
 
 
 def _family(address: str) -> int:
@@ -161,8 +185,9 @@ def _family(address: str) -> int:
 
 
 def _tunnel_family(obj: ConfigObject) -> int:
-    # The kernel makes the device IPv6 when its local or remote address is.
-    for address in (obj.attrs.get(LOCAL), *obj.attrs.get(REMOTE, ())):
+    # The kernel makes the device IPv6 when its local or group address is;
+    # remotes are of the same family (check()).
+    for address in (obj.attrs.get(LOCAL), obj.attrs.get(SVCNODE), *obj.attrs.get(REMOTE, ())):
         if address:
             return _family(address)
     return 4

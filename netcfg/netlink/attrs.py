@@ -14,24 +14,21 @@ this module builds what encode.py sends and read_parse.py reads:
   spec.kernel_defaults, which compile/emit.py reads too).
 
 Hand code stays only for what no declaration can say: a veth's peer, a
-vxlan's remote list, addr-gen-mode's nesting, a bridge's default_pvid, the
+addr-gen-mode's nesting, a bridge's default_pvid, the
 disable-ipv6 sysctl. A table-only attribute is a schema edit, nothing here.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from netcfg.kinds import registry
-from netcfg.model.errors import quote
 from netcfg.netlink import nla
 from netcfg.netlink.codecs import codec
 from netcfg.netlink.nlmsg import (IFLA_BR_VLAN_DEFAULT_PVID, IFLA_BRPORT_VLAN_TUNNEL,
-                                  IFLA_VXLAN_COLLECT_METADATA, IFLA_VXLAN_GROUP,
-                                  IFLA_VXLAN_GROUP6, rtattr)
+                                  IFLA_VXLAN_COLLECT_METADATA, rtattr)
 from netcfg.schemas.spec import (INFO, LINK, PORT, SYSCTL, KernelMapping, all_groups,
                                  kernel_defaults, kernel_mappings)
 
@@ -59,24 +56,6 @@ def declared_encoder(m: KernelMapping) -> Encoder:
 
 
 # ---------------------------------------------------------------- hand encoders
-def _ip(attr4: int, attr6: int) -> Encoder:
-    def encode_ip(v: Any) -> bytes:
-        ip = ipaddress.ip_address(v)
-        return rtattr(attr4 if ip.version == 4 else attr6, ip.packed)
-    return encode_ip
-
-
-def _first_ip(attr4: int, attr6: int) -> Encoder:
-    """vxlan-remoteip is a list; netcfg supports one remote (kinds/vxlan.py)."""
-    one = _ip(attr4, attr6)
-
-    def encode_first(v: Any) -> bytes:
-        if not v or len(v) != 1:
-            raise ValueError(f"expected exactly one remote address, got {quote(v)}")
-        return one(v[0])
-    return encode_first
-
-
 def _u8(attr: int) -> Encoder:
     return lambda v: rtattr(attr, struct.pack("=B", int(v)))
 
@@ -172,8 +151,4 @@ SETTINGS.update({
     # Not a config attribute: the diff implies it on a port with a VLAN-to-VNI
     # map (diff.VLAN_TUNNEL), as ifupdown2 does.
     "vlan_tunnel": Setting(PORT, _u8(IFLA_BRPORT_VLAN_TUNNEL), reset=False),
-    # A list of one in the config (its create param is the one address, and
-    # kinds/vxlan.py read_back makes the address read a list).
-    "vxlan-remoteip": Setting(INFO, _first_ip(IFLA_VXLAN_GROUP, IFLA_VXLAN_GROUP6),
-                              kind="vxlan", reset=NO_RESET),
 })

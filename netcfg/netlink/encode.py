@@ -58,6 +58,8 @@ from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice,
 from netcfg.kinds import wireguard
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
+from netcfg.netlink.fdb import APPEND, RTM_DELNEIGH, RTM_NEWNEIGH, remote_entry
+from netcfg.netlink.nla import number as nla_number
 from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, parse_attrs,
                                   AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
@@ -77,6 +79,7 @@ from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, pa
                                   VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_END,
                                   VXLAN_VNIFILTER_ENTRY_START, dellink_group, ifaddrmsg, ifinfomsg,
                                   linkinfo, nested, rtattr, rtattr_str, rtattr_u32, rtmsg)
+from netcfg.plan.ops import FDB_ADD, FDB_DEL
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
@@ -91,6 +94,9 @@ GENL_KINDS = frozenset({wireguard.KIND.name})
 
 # link-add params naming other devices (diff.LOWER_PARAM, diff.PEER_PARAM, ...).
 LOWER, LOWER_NETNS, PEER, PEER_NETNS = "link", "link_netns", "peer", "peer_netns"
+# Kinds whose lower device goes inside IFLA_INFO_DATA, not as IFLA_LINK (the
+# vxlan's vxlan-physdev: an ifindex of its own namespace).
+INFO_LOWER = {"vxlan": nla_number("IFLA_VXLAN_LINK")}
 
 
 class EncodeContext(Protocol):
@@ -259,7 +265,10 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
         if param in consumed or param in GENL_PARAMS:
             continue
         if param == LOWER:
-            attrs += _lower(op, ctx)
+            if kind in INFO_LOWER:
+                data.append(rtattr_u32(INFO_LOWER[kind], ctx.ifindex(op.netns, value)))
+            else:
+                attrs += _lower(op, ctx)
         elif param == PEER and kind == "veth":
             data.append(_veth_peer(op, ctx, chosen=bool(index)))
         elif param in table:
@@ -712,6 +721,27 @@ def _vlan_tunnel_del(op: Operation, ctx: EncodeContext) -> list[Request]:
     return [Request(RTM_DELLINK, 0, _vlan_tunnel_info(op, ctx), tag=op)]
 
 
+# ---------------------------------------------------------------- a vxlan's remotes
+def _fdb(op: Operation, ctx: EncodeContext, adding: bool) -> list[Request]:
+    _only(op, ())
+    try:
+        payload = remote_entry(_index(op, ctx), op.subject)
+    except ValueError:
+        raise EncodeError(op, None, f"{quote(op.subject)} is not an IP address") from None
+    return [Request(RTM_NEWNEIGH if adding else RTM_DELNEIGH, APPEND if adding else 0, payload,
+                    tag=op)]
+
+
+def _fdb_add(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge fdb append 00:00:00:00:00:00 dev VXLAN self dst REMOTE`."""
+    return _fdb(op, ctx, adding=True)
+
+
+def _fdb_del(op: Operation, ctx: EncodeContext) -> list[Request]:
+    """Equivalent to: `bridge fdb del 00:00:00:00:00:00 dev VXLAN self dst REMOTE`."""
+    return _fdb(op, ctx, adding=False)
+
+
 def _not_netlink(op: Operation, ctx: EncodeContext) -> list[Request]:
     return []
 
@@ -726,4 +756,5 @@ ENCODERS: dict[str, Callable[[Operation, EncodeContext], list[Request]]] = {
     VLAN_ADD: _vlan_add, VLAN_DEL: _vlan_del,
     VNI_ADD: _vni_add, VNI_DEL: _vni_del,
     VLAN_TUNNEL_ADD: _vlan_tunnel_add, VLAN_TUNNEL_DEL: _vlan_tunnel_del,
+    FDB_ADD: _fdb_add, FDB_DEL: _fdb_del,
 }

@@ -26,6 +26,7 @@ from netcfg.kinds import registry, veth
 from netcfg.kinds.common import gateway_onlink
 from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Trait
 from netcfg.model.model import ROOT_NETNS, ConfigObject, Model
+from netcfg.plan.fdb import remote_operations
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
@@ -46,6 +47,7 @@ HANDLED_ELSEWHERE = frozenset({
     "link-down",                                   # link-up/link-down
     "bridge-vids", "bridge-pvid", "bridge-access",  # vlan-*
     "bridge-vlan-vni-map",                         # vlan-*, vni-*, vlan-tunnel-*
+    "vxlan-remoteip", "vxlan-purge-remotes",       # fdb-* (plan/fdb.py)
     # The ifupdown method is not kernel state: static/manual/loopback change
     # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
     "inet", "inet6",
@@ -425,6 +427,7 @@ class _Diff:
         for key, obj in self.d.ifaces.items():
             self.interface(key, obj)
         self.routes()
+        self.ops += remote_operations(self.d.model, self.c.model, self.fresh | self.deleted)
         return self.ops
 
     # -- namespaces

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from netcfg.model.location import NOWHERE, SourceLocation
 from netcfg.model.model import ConfigObject, Model
+from netcfg.plan.ops import FDB_ADD, FDB_DEL
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
@@ -37,6 +38,10 @@ _EXPLAIN: dict[str, tuple[str | None, str]] = {
                       "{label}: VLAN-to-VNI mappings {params} are configured but not set"),
     VLAN_TUNNEL_DEL: ("bridge-vlan-vni-map",
                       "{label}: VLAN-to-VNI mappings {params} are set but not configured"),
+    FDB_ADD: ("vxlan-remoteip",
+              "{label}: remote {subject} is configured but has no forwarding entry"),
+    FDB_DEL: ("vxlan-remoteip",
+              "{label}: remote {subject} has a forwarding entry but is not configured"),
 }
 
 

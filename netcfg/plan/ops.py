@@ -19,16 +19,19 @@ VLAN_ADD, VLAN_DEL = "vlan-add", "vlan-del"   # bridge port VLANs (ranges)
 VNI_ADD, VNI_DEL = "vni-add", "vni-del"       # vnifilter VNIs (ranges)
 # VLAN-to-VNI mappings of a vnifilter vxlan's bridge port (ranges).
 VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL = "vlan-tunnel-add", "vlan-tunnel-del"
+# A vxlan's remotes: all-zeros forwarding entries (head-end replication).
+FDB_ADD, FDB_DEL = "fdb-add", "fdb-del"
 ADDR_ADD, ADDR_DEL = "addr-add", "addr-del"
 LINK_UP, LINK_DOWN = "link-up", "link-down"
 ROUTE_ADD, ROUTE_DEL = "route-add", "route-del"
 
 ACTIONS = (
-    NETNS_DEL, ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL, MASTER_UNSET, LINK_DOWN,
-    LINK_DEL, NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD, VLAN_TUNNEL_ADD,
+    NETNS_DEL, ROUTE_DEL, ADDR_DEL, FDB_DEL,
+    VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL, MASTER_UNSET, LINK_DOWN,
+    LINK_DEL, NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD, VLAN_TUNNEL_ADD, FDB_ADD,
     ADDR_ADD, LINK_UP, ROUTE_ADD,
 )
-REMOVALS = frozenset({NETNS_DEL, ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL,
+REMOVALS = frozenset({NETNS_DEL, ROUTE_DEL, ADDR_DEL, FDB_DEL, VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL,
                       MASTER_UNSET, LINK_DOWN, LINK_DEL})
 
 # How the text form of a plan marks each action.

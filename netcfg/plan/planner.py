@@ -21,6 +21,7 @@ from netcfg.model.model import ROOT_NETNS
 from netcfg.plan.diff import (LOWER_NETNS_PARAM, LOWER_PARAM, PEER_NETNS_PARAM, PEER_PARAM,
                               PORT_SUBJECT)
 from netcfg.plan.graph import CycleError, layered_order
+from netcfg.plan.ops import FDB_ADD, FDB_DEL
 from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
                              LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, REMOVALS,
                              ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
@@ -140,6 +141,8 @@ ADDITION_RULES: tuple[Rule, ...] = (
     # too), and its VNI in the vnifilter (else the mapped traffic is dropped).
     *_rules([VLAN_TUNNEL_ADD], [LINK_ADD, MASTER_SET, VLAN_ADD, VNI_ADD], same_device),
     Rule(VLAN_TUNNEL_ADD, LINK_SET, port_settings),
+    # A vxlan's remotes once it exists, with its svcnodeip (link-set).
+    *_rules([FDB_ADD], [LINK_ADD, LINK_SET], same_device),
     # Enslaving to a VRF cycles the device: addresses after it.
     *_rules([ADDR_ADD], [LINK_ADD, MASTER_SET], same_device),
     # Up last: addr-gen-mode and ports' VLANs must be in place first
@@ -175,7 +178,8 @@ REMOVAL_RULES: tuple[Rule, ...] = (
 )
 
 # Removals the kernel does by itself when it deletes the device.
-IMPLIED_BY_LINK_DEL = frozenset({ROUTE_DEL, ADDR_DEL, VLAN_TUNNEL_DEL, VLAN_DEL, VNI_DEL,
+IMPLIED_BY_LINK_DEL = frozenset({ROUTE_DEL, ADDR_DEL, FDB_DEL, VLAN_TUNNEL_DEL, VLAN_DEL,
+                                 VNI_DEL,
                                  MASTER_UNSET, LINK_DOWN})
 
 

@@ -47,6 +47,7 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI
                                   parse_attrs, rtattr, rtattr_u32)
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.plan.diff import diff
+from netcfg.plan.ops import FDB_ADD
 from netcfg.plan.ops import (ACTIONS, ADDR_ADD, LINK_ADD, LINK_DEL, LINK_SET, LINK_UP, MASTER_SET,
                              MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL, VLAN_ADD,
                              VLAN_DEL, VLAN_TUNNEL_ADD, VNI_ADD, VNI_DEL)
@@ -200,7 +201,7 @@ def test_every_operation_of_a_plan_over_every_kind_encodes():
     assert kinds == {"bond", "bridge", "vxlan", "vrf", "vlan", "veth", "macvlan", "dummy"}
     sent = {o.action: encode(o, ctx) for o in ops}
     assert set(sent) == {NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD,
-                         VLAN_TUNNEL_ADD, ADDR_ADD, LINK_UP, ROUTE_ADD}
+                         VLAN_TUNNEL_ADD, ADDR_ADD, LINK_UP, ROUTE_ADD, FDB_ADD}
     assert sent[NETNS_ADD] == []
     for o in ops:
         for request in encode(o, ctx):
@@ -289,7 +290,7 @@ def test_vlan_unaware_bridge_sends_no_vlan_filtering(ctx):
 
 def test_vxlan(ctx):
     vx = iface("vni1000", "vxlan", vxlan_id=1000, vxlan_local_tunnelip="192.0.2.1",
-               vxlan_remoteip=["192.0.2.2"], vxlan_learning=False)
+               vxlan_svcnodeip="192.0.2.2", vxlan_learning=False)
     assert info(one(encode(link_add(vx), ctx)).payload) == ("vxlan", {
         IFLA_VXLAN_PORT: b"\x12\xb5",            # 4789, big-endian
         IFLA_VXLAN_ID: u32(1000), IFLA_VXLAN_LOCAL: bytes([192, 0, 2, 1]),
@@ -392,7 +393,7 @@ def test_link_set_of_only_disable_ipv6_sends_nothing(ctx):
                      r"existing device"),
     ({"hwaddress": None}, r"hwaddress: cannot be reset to a kernel default"),
     ({"bridge-stp": True, "bond-miimon": 1}, r"mixes attributes of kinds bond, bridge"),
-    ({"vxlan-remoteip": ["192.0.2.1", "192.0.2.2"]}, r"expected exactly one remote address"),
+    ({"vxlan-remoteip": ["192.0.2.1", "192.0.2.2"]}, r"netcfg cannot change this attribute"),
 ])
 def test_link_set_refuses_what_it_cannot_send(ctx, params, message):
     with pytest.raises(EncodeError, match=message):

@@ -377,8 +377,9 @@ def test_vxlan_single_vni_is_fine():
     v = obj("vni1000", "vxlan", {"vxlan-id": 1000, "vxlan-local-tunnelip": "192.0.2.1",
                                  "vxlan-remoteip": ["192.0.2.2"]})
     assert run_complete(v) == [] and run_check(v) == []
+    # The remote is a forwarding entry (fdb-add), not IFLA_VXLAN_GROUP, as in ifupdown2.
     assert registry.kind("vxlan").create_params(v) == {
-        "port": 4789, "id": 1000, "local": "192.0.2.1", "remote": "192.0.2.2"}
+        "port": 4789, "id": 1000, "local": "192.0.2.1"}
 
 
 def test_vxlan_needs_exactly_one_of_id_and_vnifilter():
@@ -431,8 +432,8 @@ def test_vxlan_vnifilter_rejects_remoteip_and_repeated_mappings():
     assert run_check(v, model(v, br, masters={v.key: br.key})) == [
         (3, "vxlan-remoteip",
          "vx0: vxlan-remoteip cannot be used with 'vxlan-vnifilter yes': remotes of a "
-         "vnifilter device are per VNI and need FDB entries, which netcfg does not manage "
-         "yet. Use one vxlan-id device per VNI for static remotes"),
+         "vnifilter device are per VNI (forwarding entries with src_vni), which netcfg does "
+         "not manage yet. Use one vxlan-id device per VNI for static remotes"),
         (4, "bridge-vlan-vni-map",
          "vx0: bridge-vlan-vni-map maps VLAN 101 more than once; each VLAN maps to one VNI "
          "and back"),
@@ -446,12 +447,11 @@ def test_vxlan_several_remotes_and_mixed_families():
     v = obj("vx0", "vxlan", {"vxlan-id": 1, "vxlan-remoteip": ["192.0.2.2", "2001:db8::2"]})
     assert run_check(v) == [
         (3, "vxlan-remoteip",
-         "vx0: 2 vxlan-remoteip addresses; more than one remote needs head-end replication "
-         "FDB entries, which netcfg does not manage yet. Give one vxlan-remoteip"),
-        (3, "vxlan-remoteip",
-         "vx0: vxlan-local-tunnelip and vxlan-remoteip mix IPv4 and IPv6; a tunnel uses one "
-         "address family"),
+         "vx0: vxlan-local-tunnelip, vxlan-svcnodeip and vxlan-remoteip mix IPv4 and IPv6; a "
+         "tunnel uses one address family"),
     ]
+    several = obj("vx1", "vxlan", {"vxlan-id": 1, "vxlan-remoteip": ["192.0.2.2", "192.0.2.3"]})
+    assert run_check(several) == []
 
 
 def test_vxlan_same_vni_in_one_namespace_reported_on_second():

@@ -181,7 +181,7 @@ def test_vxlan_single_vni_ipv6_unicast_remote():
     got = parse_link(link("vni1000", extra=(linkinfo("vxlan", data),)), notes)
     assert list(got.attrs.items())[:5] == [
         ("vxlan-id", 1000), ("vxlan-local-tunnelip", "2001:db8::1"),
-        ("vxlan-remoteip", ["2001:db8::2"]), ("vxlan-port", 4789), ("vxlan-learning", True)]
+        ("vxlan-svcnodeip", "2001:db8::2"), ("vxlan-port", 4789), ("vxlan-learning", True)]
     assert notes == []
 
 
@@ -194,12 +194,11 @@ def test_vxlan_vnifilter_and_what_has_no_spelling():
     multicast = parse_link(link("vx1", extra=(linkinfo("vxlan", [
         rtattr_u32(IFLA_VXLAN_ID, 5),
         rtattr(IFLA_VXLAN_GROUP, ipaddress.IPv4Address("239.1.1.1").packed)]),)), notes)
-    assert "vxlan-remoteip" not in multicast.attrs
+    assert multicast.attrs["vxlan-svcnodeip"] == "239.1.1.1"   # a group: ifupdown2's too
     external = parse_link(link("vx2", extra=(linkinfo("vxlan", [
         rtattr_u32(IFLA_VXLAN_ID, 0)]),)), notes)
     assert "vxlan-id" not in external.attrs and "vxlan-vnifilter" not in external.attrs
-    assert notes == ["vx1: multicast group 239.1.1.1 has no netcfg spelling",
-                     "vx2: an external vxlan without vnifilter has no netcfg spelling"]
+    assert notes == ["vx2: an external vxlan without vnifilter has no netcfg spelling"]
 
 
 def test_bridge_port_settings_from_slave_data():
