@@ -47,6 +47,7 @@ ERROR_TRUESIZE = 1024
 RECV_SIZE = 256 * 1024
 
 
+@dataclass(eq=False)
 class NetlinkError(NetcfgError):
     """The kernel refused a request.
 
@@ -57,14 +58,14 @@ class NetlinkError(NetcfgError):
 
     exit_code = EXIT_APPLY_FAILED_REVERTED
 
-    def __init__(self, errno: int, msg_type: int, kernel_message: str | None = None,
-                 index: int | None = None, tag: Any = None, attr_offset: int | None = None):
-        self.errno = errno
-        self.msg_type = msg_type
-        self.kernel_message = kernel_message
-        self.index = index
-        self.tag = tag
-        self.attr_offset = attr_offset
+    errno: int
+    msg_type: int
+    kernel_message: str | None = None
+    index: int | None = None
+    tag: Any = None
+    attr_offset: int | None = None
+
+    def __post_init__(self) -> None:
         super().__init__(self._text())
 
     @property

@@ -4,6 +4,7 @@ memory per object, the candidates, and small helpers on objects and ranges."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from netcfg.kinds import registry
@@ -41,6 +42,7 @@ NOT_PORTS = frozenset({"bridge", "loopback", "vrf"})
 Key = tuple[str, str]
 
 
+@dataclass(slots=True, eq=False)
 class Candidate:
     """A per-VLAN bridge that passed its own checks.
 
@@ -48,27 +50,24 @@ class Candidate:
     key, and the key of P.
     """
 
-    __slots__ = ("bridge", "vid", "subs", "sub_keys", "lowers", "vxlan", "order")
+    bridge: ConfigObject
+    vid: int
+    subs: list[ConfigObject]
+    sub_keys: list[Key]
+    lowers: list[Key]
+    vxlan: ConfigObject | None
+    order: tuple = field(init=False)
 
-    def __init__(self, bridge: ConfigObject, vid: int, subs: list[ConfigObject],
-                 sub_keys: list[Key], lowers: list[Key], vxlan: ConfigObject | None):
-        self.bridge = bridge
-        self.vid = vid
-        self.subs = subs
-        self.sub_keys = sub_keys
-        self.lowers = lowers
-        self.vxlan = vxlan
-        self.order = (bridge.netns != "", bridge.netns, natural(bridge.name))
+    def __post_init__(self) -> None:
+        self.order = (self.bridge.netns != "", self.bridge.netns, natural(self.bridge.name))
 
 
+@dataclass(slots=True, eq=False)
 class Merge:
     """Per-VNI vxlans of one bridge that become one vnifilter vxlan."""
 
-    __slots__ = ("members", "name")
-
-    def __init__(self, members: list[tuple[ConfigObject, int]]):
-        self.members = members                 # (vxlan, VLAN), in port order
-        self.name = ""
+    members: list[tuple[ConfigObject, int]]   # (vxlan, VLAN), in port order
+    name: str = ""
 
 
 def without(d: dict, removed: set) -> dict:
