@@ -1,0 +1,160 @@
+"""A vxlan's remotes (vxlan-remoteip: head-end replication), svcnodeip,
+physdev and purge-remotes, against the real kernel (issue 12; docs/compat.md).
+Inside the sandbox (conftest.py); state is read back with iproute2's
+`bridge -j fdb show` and `ip -d -j link show`, as ifupdown2 reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+import pytest
+
+from netcfg.apply.execute import apply
+from netcfg.cli.main import main
+from netcfg.compile.pipeline import ConfigSource, compile_config
+
+# Proxmox SDN's VXLAN zone (pve-network src/test/zones/vxlan/basic).
+SDN = textwrap.dedent("""\
+    auto myvnet
+    iface myvnet
+        bridge_ports vxlan_myvnet
+        bridge_stp off
+        mtu 1450
+
+    auto vxlan_myvnet
+    iface vxlan_myvnet
+        vxlan-id 100
+    {remotes}
+        mtu 1450
+    """)
+
+
+def run(*args: str) -> str:
+    return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+
+
+def remotes(dev: str) -> list[str]:
+    """The all-zeros entries' destinations, as ifupdown2 reads them
+    (`bridge fdb show brport DEV | grep 00:00:00:00:00:00`)."""
+    entries = json.loads(run("bridge", "-j", "fdb", "show", "dev", dev) or "[]")
+    for e in entries:
+        if e["mac"] == "00:00:00:00:00:00":
+            assert e["flags"] == ["self"] and e["state"] == "permanent", e
+    return sorted(e["dst"] for e in entries if e["mac"] == "00:00:00:00:00:00")
+
+
+def info_data(dev: str) -> dict:
+    return json.loads(run("ip", "-d", "-j", "link", "show", "dev", dev))[0]["linkinfo"]["info_data"]
+
+
+def compiled(tmp_path, text: str):
+    path = tmp_path / "interfaces"
+    path.write_text(text)
+    return path, compile_config(ConfigSource(path=str(path))).model
+
+
+def sdn(*addresses: str) -> str:
+    return SDN.format(remotes="\n".join(f"    vxlan_remoteip {a}" for a in addresses))
+
+
+@pytest.fixture
+def cleanup():
+    yield
+    for name in ("vxlan_myvnet", "myvnet", "vx0", "vx1", "under0"):
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def test_several_remotes_are_forwarding_entries_and_converge(session, tmp_path, cleanup):
+    path, desired = compiled(tmp_path, sdn("192.168.0.2", "192.168.0.3"))
+    result = apply(desired, session)
+    assert result.verified
+    assert remotes("vxlan_myvnet") == ["192.168.0.2", "192.168.0.3"]
+    # As ifupdown2: no IFLA_VXLAN_GROUP, the remotes are entries only.
+    assert "remote" not in info_data("vxlan_myvnet") and "group" not in info_data("vxlan_myvnet")
+    again = apply(desired, session)
+    assert again.requests == 0 and len(again.plan) == 0
+    assert main(["query", "--check", "-c", str(path)]) == 0
+
+    # One dropped from the file goes, one added comes; nothing else is sent.
+    path, desired = compiled(tmp_path, sdn("192.168.0.3", "192.168.0.4"))
+    changed = apply(desired, session)
+    assert sorted(op.describe() for op in changed.plan.operations) == [
+        "+ fdb-add vxlan_myvnet 192.168.0.4", "- fdb-del vxlan_myvnet 192.168.0.2"]
+    assert changed.requests == 2
+    assert remotes("vxlan_myvnet") == ["192.168.0.3", "192.168.0.4"]
+
+    # Drift: an entry deleted by hand, and another program's, are reported
+    # and repaired (netcfg owns the remotes of a device that writes them).
+    run("bridge", "fdb", "del", "00:00:00:00:00:00", "dev", "vxlan_myvnet", "dst", "192.168.0.3")
+    run("bridge", "fdb", "append", "00:00:00:00:00:00", "dev", "vxlan_myvnet",
+        "dst", "192.168.0.9")
+    assert main(["query", "--check", "-c", str(path)]) == 1
+    assert apply(desired, session).requests == 2
+    assert remotes("vxlan_myvnet") == ["192.168.0.3", "192.168.0.4"]
+
+
+def test_svcnodeip_is_the_group_and_never_a_remote(session, tmp_path, cleanup):
+    text = textwrap.dedent("""\
+        auto vx0
+        iface vx0
+            vxlan-id 42
+            vxlan-local-tunnelip 172.16.20.105
+            vxlan-svcnodeip 172.16.22.126
+            vxlan-remoteip 172.16.22.128
+            vxlan-remoteip 172.16.22.126
+            vxlan-remoteip 172.16.20.105
+            vxlan-ageing 30
+            vxlan-learning yes
+        """)
+    path, desired = compiled(tmp_path, text)
+    assert apply(desired, session).verified
+    data = info_data("vx0")
+    assert data["remote"] == "172.16.22.126" and data["ageing"] == 30 and data["learning"]
+    # The group's entry is the kernel's; the local address is skipped (ifupdown2 does both).
+    assert remotes("vx0") == ["172.16.22.126", "172.16.22.128"]
+    assert apply(desired, session).requests == 0
+    # A new service node: the kernel moves its entry, the remotes stay.
+    path, desired = compiled(tmp_path, text.replace("svcnodeip 172.16.22.126",
+                                                    "svcnodeip 172.16.22.127"))
+    assert apply(desired, session).verified
+    assert info_data("vx0")["remote"] == "172.16.22.127"
+    assert remotes("vx0") == ["172.16.22.126", "172.16.22.127", "172.16.22.128"]
+    assert apply(desired, session).requests == 0
+    assert main(["query", "--check", "-c", str(path)]) == 0
+
+
+def test_purge_remotes_decides_for_a_device_without_remoteip(session, tmp_path, cleanup):
+    base = "auto vx1\niface vx1\n    vxlan-id 7\n    vxlan-local-tunnelip 10.0.0.1\n"
+    _, desired = compiled(tmp_path, base)
+    assert apply(desired, session).verified
+    # An EVPN daemon's entry: left alone without vxlan-purge-remotes (ifupdown2's default).
+    run("bridge", "fdb", "append", "00:00:00:00:00:00", "dev", "vx1", "dst", "10.0.0.5")
+    assert apply(desired, session).requests == 0
+    assert remotes("vx1") == ["10.0.0.5"]
+    path, desired = compiled(tmp_path, base + "    vxlan-purge-remotes yes\n")
+    assert apply(desired, session).requests == 1
+    assert remotes("vx1") == []
+    assert main(["query", "--check", "-c", str(path)]) == 0
+
+
+def test_physdev_is_the_underlay_device(session, tmp_path, cleanup):
+    run("ip", "link", "add", "under0", "type", "veth", "peer", "name", "under0-peer")
+    text = textwrap.dedent("""\
+        auto vx0
+        iface vx0
+            vxlan-id 42
+            vxlan-physdev under0
+            vxlan-svcnodeip 239.1.1.1
+        """)
+    path, desired = compiled(tmp_path, text)
+    result = apply(desired, session)
+    assert result.verified
+    data = info_data("vx0")
+    assert data["link"] == "under0" and data["group"] == "239.1.1.1"
+    # It comes up first, as ifupdown2 brings a dependency up.
+    assert "UP" in json.loads(run("ip", "-j", "link", "show", "dev", "under0"))[0]["flags"]
+    assert apply(desired, session).requests == 0
+    assert main(["query", "--check", "-c", str(path)]) == 0
