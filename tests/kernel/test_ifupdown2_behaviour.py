@@ -62,9 +62,8 @@ def test_a_bridge_port_without_an_auto_line_comes_up_with_its_bridge(session, tm
     """The silent outage of issue 12: eno1 was enslaved and left down while
     apply and query --check both said ok."""
     stand_in_port("eno1")
-    path = tmp_path / "interfaces"
-    path.write_text(PROXMOX)
-    result = apply(compile_config(ConfigSource(path=str(path))).model, session)
+    path, model = interfaces(tmp_path, PROXMOX)
+    result = apply(model, session)
     assert result.verified
     eno1 = link("eno1")
     assert "UP" in eno1["flags"]
@@ -77,6 +76,14 @@ def test_a_bridge_port_without_an_auto_line_comes_up_with_its_bridge(session, tm
     # A port taken down by hand is drift that query --check reports.
     ip("link", "set", "eno1", "down")
     assert main(["query", "--check", "-c", str(path)]) == 1
+
+
+def interfaces(tmp_path, text: str):
+    """``text`` (dedented) written as tmp_path/interfaces, and the model
+    compiled from it."""
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent(text))
+    return path, compile_config(ConfigSource(path=str(path))).model
 
 
 def red_pair(host: tuple[str, ...] = (), eth0: tuple[str, ...] = (), method: str = "") -> str:
@@ -101,9 +108,7 @@ HOOKS = "netns red\n\n" + red_pair(eth0=(
 def test_imperative_lines_run_in_the_interfaces_namespace_with_ifupdown2s_environment(
         session, tmp_path):
     out = tmp_path / "env"
-    path = tmp_path / "interfaces"
-    path.write_text(HOOKS.format(out=out))
-    model = compile_config(ConfigSource(path=str(path))).model
+    _, model = interfaces(tmp_path, HOOKS.format(out=out))
     result = apply(model, session)
     assert result.verified
     lines = out.read_text().splitlines()
@@ -130,16 +135,14 @@ def test_imperative_lines_run_in_the_interfaces_namespace_with_ifupdown2s_enviro
 
 
 def test_a_failing_pre_up_keeps_its_interface_down_and_the_apply_is_reverted(session, tmp_path):
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent("""\
+    path, model = interfaces(tmp_path, """\
         auto veth0
         iface veth0
             link-type veth
             veth-peer-name veth1
             address 10.0.9.1/30
             pre-up echo refusing; exit 3
-        """))
-    model = compile_config(ConfigSource(path=str(path))).model
+        """)
     with pytest.raises(ApplyFailed) as failed:
         apply(model, session)
     message = str(failed.value)
@@ -154,11 +157,9 @@ def test_dns_lines_go_to_the_namespaces_resolv_conf_and_the_hosts_resolver(
     never touched."""
     monkeypatch.setenv("NETCFG_ETC_NETNS", str(tmp_path / "netns"))
     monkeypatch.setenv("NETCFG_HOST_RESOLVER", f"file:{tmp_path / 'host-resolv.conf'}")
-    path = tmp_path / "interfaces"
-    path.write_text(red_pair(
+    _, model = interfaces(tmp_path, red_pair(
         host=("dns-nameservers 192.0.2.53", "dns-search example.net"),
         eth0=("dns-nameservers 10.0.1.1 2001:db8::53", "dns-search tenant.example corp.example")))
-    model = compile_config(ConfigSource(path=str(path))).model
     result = apply(model, session)
     assert (tmp_path / "netns" / "red" / "resolv.conf").read_text() == (
         "# written by netcfg from dns-nameservers/dns-search of: eth0\n"
@@ -175,8 +176,7 @@ def test_one_address_on_two_interfaces(session, tmp_path, stand_in_port):
     the kernel takes both, and a second apply finds nothing to do."""
     stand_in_port("swp1")
     stand_in_port("swp2")
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent("""\
+    _, model = interfaces(tmp_path, """\
         auto swp1
         iface swp1
             address 10.255.0.1/32
@@ -186,8 +186,7 @@ def test_one_address_on_two_interfaces(session, tmp_path, stand_in_port):
         iface swp2
             address 10.255.0.1/32
             address 2001:db8::1/64
-        """))
-    model = compile_config(ConfigSource(path=str(path))).model
+        """)
     assert apply(model, session).verified
     for dev in ("swp1", "swp2"):
         info = json.loads(ip("-j", "addr", "show", "dev", dev))[0]["addr_info"]
@@ -222,9 +221,7 @@ def test_takeover_replaces_ifupdown2s_default_route_in_place(session, tmp_path, 
     """It was answered EEXIST and the apply reverted: netcfg apply failed on
     every host ifupdown2 had configured with a gateway line."""
     ifupdown2_was_here(stand_in_port)
-    path = tmp_path / "interfaces"
-    path.write_text(GATEWAY)
-    model = compile_config(ConfigSource(path=str(path))).model
+    path, model = interfaces(tmp_path, GATEWAY)
     dry = apply(model, session, dry_run=True)
     assert [op.params for op in dry.plan.operations] == [
         {"to": "0.0.0.0/0", "via": "192.168.10.1", "dev": "eth0", "replace": True}]
@@ -238,9 +235,8 @@ def test_a_reverted_takeover_puts_the_replaced_route_back(session, tmp_path, mon
     import netcfg.apply.execute as execute
 
     ifupdown2_was_here(stand_in_port)
-    path = tmp_path / "interfaces"
-    path.write_text(GATEWAY + "\nauto eth1\niface eth1\n    link-type veth\n"
-                    "    veth-peer-name eth1p\n    address 10.0.0.1/24\n")
+    _, model = interfaces(tmp_path, GATEWAY + "\nauto eth1\niface eth1\n    link-type veth\n"
+                                    "    veth-peer-name eth1p\n    address 10.0.0.1/24\n")
     real = execute._transact
 
     def failing_later(netns, ops, *args, **kwargs):
@@ -251,7 +247,7 @@ def test_a_reverted_takeover_puts_the_replaced_route_back(session, tmp_path, mon
 
     monkeypatch.setattr(execute, "_transact", failing_later)
     with pytest.raises(ApplyFailed, match="previous state was restored"):
-        apply(compile_config(ConfigSource(path=str(path))).model, session)
+        apply(model, session)
     assert default_routes() == [("192.168.10.1", "kernel")]
 
 
@@ -260,15 +256,13 @@ def test_address_virtual_makes_ifupdown2s_macvlans(session, tmp_path, stand_in_p
     addressvirtual addon names them (NAME-vINDEX; a dot in NAME becomes a
     dash: tests/golden), private mode, the MAC and addresses."""
     stand_in_port("uplink")
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent("""\
+    _, model = interfaces(tmp_path, """\
         auto uplink
         iface uplink
             address 10.1.13.2/24
             address-virtual 44:39:39:FF:00:13 10.1.13.1/24
             address-virtual none 10.1.14.1/24
-        """))
-    model = compile_config(ConfigSource(path=str(path))).model
+        """)
     assert apply(model, session).verified
     v0, v1 = link("uplink-v0"), link("uplink-v1")
     assert (v0["linkinfo"]["info_kind"], v0["linkinfo"]["info_data"]["mode"]) == (
@@ -288,8 +282,7 @@ def test_pointopoint_broadcast_and_onlink(session, tmp_path, stand_in_port):
     whose gateway is on no prefix (onlink). A second apply finds nothing."""
     stand_in_port("eth0")
     stand_in_port("eth1")
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent("""\
+    path, model = interfaces(tmp_path, """\
         auto eth0
         iface eth0 inet static
           address 144.76.0.1
@@ -302,8 +295,7 @@ def test_pointopoint_broadcast_and_onlink(session, tmp_path, stand_in_port):
           address 192.168.10.1/30
           broadcast 192.168.10.3
           route 10.9.0.0/16 via 10.0.0.1 onlink
-        """))
-    model = compile_config(ConfigSource(path=str(path))).model
+        """)
     assert apply(model, session).verified
     (a0,) = [a for a in json.loads(ip("-j", "addr", "show", "dev", "eth0"))[0]["addr_info"]
              if a["family"] == "inet"]
