@@ -21,6 +21,13 @@ def at(line: int, file: str = F) -> SourceLocation:
     return SourceLocation(file, line)
 
 
+def stanza(keyword: str, name: str, line: int, *attributes: tuple[str, str, int],
+           family: str | None = None, method: str | None = None) -> Stanza:
+    """A Stanza of F at ``line``; ``attributes``: (name, value, line) in order."""
+    return Stanza(keyword, name, at(line), family, method,
+                  [RawAttribute(a, value, at(n)) for a, value, n in attributes])
+
+
 def no_load(pattern, loc):
     raise AssertionError(f"unexpected source of {pattern}")
 
@@ -105,21 +112,11 @@ def test_iface_stanzas_and_attributes():
         """
     )
     assert config.stanzas == [
-        Stanza("iface", "lo", at(3), "inet", "loopback"),
-        Stanza(
-            "iface",
-            "br0",
-            at(5),
-            "inet",
-            "static",
-            [
-                RawAttribute("bridge-ports", "swp1 swp2", at(6)),
-                RawAttribute("address", "10.0.0.1/24", at(7)),
-                RawAttribute("mtu", "9000", at(8)),
-            ],
-        ),
-        Stanza("iface", "swp1", at(9)),
-        Stanza("iface", "eth0", at(10), "inet6", None),
+        stanza("iface", "lo", 3, family="inet", method="loopback"),
+        stanza("iface", "br0", 5, ("bridge-ports", "swp1 swp2", 6), ("address", "10.0.0.1/24", 7),
+               ("mtu", "9000", 8), family="inet", method="static"),
+        stanza("iface", "swp1", 9),
+        stanza("iface", "eth0", 10, family="inet6"),
     ]
     assert config.auto == {"lo": at(2)}
 
@@ -171,8 +168,8 @@ def test_iface_range_gives_one_stanza_per_name():
 def test_iface_glob_name():
     config = parse_ok("iface glob swp1-2 inet manual\n")
     assert config.stanzas == [
-        Stanza("iface", "swp1", at(1), "inet", "manual"),
-        Stanza("iface", "swp2", at(1), "inet", "manual"),
+        stanza("iface", "swp1", 1, family="inet", method="manual"),
+        stanza("iface", "swp2", 1, family="inet", method="manual"),
     ]
 
 
@@ -192,20 +189,11 @@ def test_netcfg_stanzas_and_netns_column():
         """
     )
     assert config.stanzas == [
-        Stanza("netns", "red", at(1), attributes=[RawAttribute("nsid", "5", at(2))]),
-        Stanza(
-            "iface",
-            "swp1",
-            at(3),
-            attributes=[RawAttribute("netns", "red", at(4)), RawAttribute("mtu", "9000", at(5))],
-        ),
-        Stanza("volume", "disk0", at(6), attributes=[RawAttribute("backing", "/var/lib/disk0.img", at(7))]),
-        Stanza(
-            "target",
-            "iqn.2024-01.org.example:disk0",
-            at(8),
-            attributes=[RawAttribute("netns", "red", at(9)), RawAttribute("lun", "0 disk0", at(10))],
-        ),
+        stanza("netns", "red", 1, ("nsid", "5", 2)),
+        stanza("iface", "swp1", 3, ("netns", "red", 4), ("mtu", "9000", 5)),
+        stanza("volume", "disk0", 6, ("backing", "/var/lib/disk0.img", 7)),
+        stanza("target", "iqn.2024-01.org.example:disk0", 8, ("netns", "red", 9),
+               ("lun", "0 disk0", 10)),
     ]
 
 
@@ -329,7 +317,7 @@ def test_attribute_outside_of_a_stanza():
         "interfaces:3: error: attribute 'mtu' outside of a stanza: put it after an "
         "'iface NAME' line (or another stanza keyword)",
     ]
-    assert config.stanzas == [Stanza("iface", "lo", at(4), attributes=[RawAttribute("mtu", "100", at(5))])]
+    assert config.stanzas == [stanza("iface", "lo", 4, ("mtu", "100", 5))]
 
 
 def test_mapping_is_an_error_and_its_body_is_skipped():
@@ -345,7 +333,7 @@ def test_mapping_is_an_error_and_its_body_is_skipped():
         "interfaces:1: error: 'mapping' stanzas are not supported: declare each interface "
         "with 'iface NAME' (templates can generate them)"
     ]
-    assert config.stanzas == [Stanza("iface", "eth0", at(4), "inet", "dhcp")]
+    assert config.stanzas == [stanza("iface", "eth0", 4, family="inet", method="dhcp")]
 
 
 def test_name_errors_are_located():
@@ -460,7 +448,7 @@ def test_loader_errors_are_kept_and_parsing_goes_on():
 
     config, errors = parse_text("source bad.tmpl\niface after\n", load)
     assert errors == ["bad.tmpl:3: error: template error: boom"]
-    assert config.stanzas == [Stanza("iface", "after", at(2))]
+    assert config.stanzas == [stanza("iface", "after", 2)]
 
 
 def test_rendered_include_keeps_template_locations(tmp_path):
