@@ -34,6 +34,9 @@ from netcfg.netlink.nlmsg import (IFA_PROTO, IFADDRMSG, IFINFOMSG, IFLA_IFNAME,
                                   RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_NEWVLAN, RTMSG, S32, SOL_NETLINK,
                                   TUNNEL_MSG, U32, attr_str, iter_messages, parse_attrs)
 
+from netcfg.netlink.fdb import (NDMSG, RTM_DELNEIGH, RTM_NEWNEIGH, RTNLGRP_NEIGH,
+                                is_remote_event)
+
 # linux/rtnetlink.h, enum rtnetlink_groups (kernel spellings)
 RTNLGRP_LINK = 1
 RTNLGRP_IPV4_IFADDR = 5
@@ -46,17 +49,22 @@ RTNLGRP_TUNNEL = 35
 
 # What the model is made of: everything but neighbours, FDB and stats.
 MODEL_GROUPS = (RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE,
-                RTNLGRP_IPV6_ROUTE, RTNLGRP_NSID, RTNLGRP_BRVLAN, RTNLGRP_TUNNEL)
+                RTNLGRP_IPV6_ROUTE, RTNLGRP_NSID, RTNLGRP_BRVLAN, RTNLGRP_TUNNEL,
+                # A vxlan's remotes; every ARP, ND and learnt-MAC change comes too and
+                # is dropped by _decode at its first byte or its flags.
+                RTNLGRP_NEIGH)
 EVENT_RCVBUF = 128 << 20       # 128 MiB (the kernel books it doubled)
 # The largest notification is one RTM_NEWLINK (a few KiB); one skb each.
 RECV_SIZE = 64 * 1024
 _CMSG_SPACE = socket.CMSG_SPACE(4)
 
 LINK, ADDRESS, ROUTE, VLAN, TUNNEL, NSID = "link", "address", "route", "vlan", "tunnel", "nsid"
+NEIGH = "neigh"   # a vxlan's remote (forwarding entry); no other neighbour
 _KIND_OF = {RTM_NEWLINK: LINK, RTM_DELLINK: LINK, RTM_NEWADDR: ADDRESS, RTM_DELADDR: ADDRESS,
             RTM_NEWROUTE: ROUTE, RTM_DELROUTE: ROUTE, RTM_NEWVLAN: VLAN, RTM_DELVLAN: VLAN,
             RTM_NEWTUNNEL: TUNNEL, RTM_DELTUNNEL: TUNNEL,
-            RTM_NEWNSID: NSID, RTM_DELNSID: NSID}
+            RTM_NEWNSID: NSID, RTM_DELNSID: NSID,
+            RTM_NEWNEIGH: NEIGH, RTM_DELNEIGH: NEIGH}
 
 
 class EventsLost(Exception):
@@ -162,7 +170,7 @@ def _decode(data: memoryview, nsid: int | None) -> Iterator[Event]:
         if kind is None:
             continue
         deleted = msg_type in (RTM_DELLINK, RTM_DELADDR, RTM_DELROUTE, RTM_DELVLAN,
-                               RTM_DELTUNNEL, RTM_DELNSID)
+                               RTM_DELTUNNEL, RTM_DELNSID, RTM_DELNEIGH)
         if kind == LINK:
             index = IFINFOMSG.unpack_from(payload)[2]
             name = parse_attrs(payload, IFINFOMSG.size, {IFLA_IFNAME}).get(IFLA_IFNAME)
@@ -176,6 +184,9 @@ def _decode(data: memoryview, nsid: int | None) -> Iterator[Event]:
             oif = parse_attrs(payload, RTMSG.size, {RTA_OIF}).get(RTA_OIF)
             yield Event(nsid, kind, msg_type, U32.unpack_from(oif)[0] if oif is not None else 0,
                         "", deleted, origin=RTMSG.unpack_from(payload)[5])
+        elif kind == NEIGH:
+            if is_remote_event(payload):
+                yield Event(nsid, kind, msg_type, NDMSG.unpack_from(payload)[1], "", deleted)
         elif kind == NSID:
             # struct rtgenmsg padded to 4, then NETNSA_*.
             value = parse_attrs(payload, 4, {NETNSA_NSID}).get(NETNSA_NSID)

@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+from test_netcfgd import make_daemon  # noqa: F401 - the fixture, shared
+
 from netcfg.apply.execute import apply
 from netcfg.cli.main import main
 from netcfg.compile.pipeline import ConfigSource, compile_config
@@ -158,3 +160,25 @@ def test_physdev_is_the_underlay_device(session, tmp_path, cleanup):
     assert "UP" in json.loads(run("ip", "-j", "link", "show", "dev", "under0"))[0]["flags"]
     assert apply(desired, session).requests == 0
     assert main(["query", "--check", "-c", str(path)]) == 0
+
+
+def test_netcfgd_puts_back_a_deleted_remote(make_daemon):  # noqa: F811 - the fixture
+    """netcfgd hears forwarding-entry changes (RTNLGRP_NEIGH, filtered to a
+    vxlan's all-zeros entries) and repairs them like any drift."""
+    from test_netcfgd import REPAIR_BOUND_S, cli, wait_for
+    daemon = make_daemon(sdn("192.168.0.2", "192.168.0.3"))
+    try:
+        assert remotes("vxlan_myvnet") == ["192.168.0.2", "192.168.0.3"]
+        run("bridge", "fdb", "del", "00:00:00:00:00:00", "dev", "vxlan_myvnet",
+            "dst", "192.168.0.3")
+        wait_for(lambda: remotes("vxlan_myvnet") == ["192.168.0.2", "192.168.0.3"],
+                 REPAIR_BOUND_S, "the deleted remote to come back")
+        run("bridge", "fdb", "append", "00:00:00:00:00:00", "dev", "vxlan_myvnet",
+            "dst", "192.168.0.9")
+        wait_for(lambda: remotes("vxlan_myvnet") == ["192.168.0.2", "192.168.0.3"],
+                 REPAIR_BOUND_S, "the unconfigured remote to go")
+        check = cli(daemon.run_dir, "query", "--check", "-c", str(daemon.config))
+        assert check.returncode == 0, check.stdout + check.stderr
+    finally:
+        for name in ("vxlan_myvnet", "myvnet"):
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
