@@ -31,7 +31,7 @@ import errno
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from netcfg.apply import dhcp, wireguard
+from netcfg.apply import dhcp, ethtool, wireguard
 from netcfg.apply.hooks import Hooks
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
@@ -408,6 +408,7 @@ def _transact(netns: str, ops: list[Operation], session: KernelSession,
         _sysctls(op, session)
         # and its generic netlink settings (a wireguard device's keys and peers)
         sent += wireguard.configure(op, session)
+        sent += ethtool.configure(op, session)   # a port's link modes
     return sent
 
 

@@ -14,6 +14,7 @@ from typing import Callable, Collection, Iterable
 
 from netcfg.kernel.genl import (NETLINK_GENERIC, GenlSocket, WireguardKeys, has_wireguard,
                                 read_wireguard)
+from netcfg.kernel.ethtool import LinkModesSent, has_physical, read_link_modes
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
@@ -43,6 +44,7 @@ class KernelSession:
         # Generic netlink sockets, opened where a namespace has a wireguard device.
         self.genl_sockets: dict[str, GenlSocket] = {}
         self.wireguard = WireguardKeys()
+        self.link_modes = LinkModesSent()   # kernel/ethtool.py
         self.states: dict[str, NamespaceState] = {}
         # Per namespace, the lowest ifindex new_ifindex() may hand out next:
         # it never goes down, so an index freed in this session is not reused.
@@ -131,6 +133,8 @@ class KernelSession:
         for netns, state in states.items():
             if has_wireguard(state):
                 read_wireguard(self.genl_socket(netns), state, self.wireguard)
+            if has_physical(state):   # NICs' speed, duplex, autoneg (ethtool netlink)
+                read_link_modes(self.genl_socket(netns), state, self.link_modes)
         self.states.update(states)
         return model
 

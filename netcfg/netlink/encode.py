@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice, quote
-from netcfg.kinds import wireguard
+from netcfg.kinds import physical, wireguard
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
 from netcfg.netlink.fdb import APPEND, RTM_DELNEIGH, RTM_NEWNEIGH, remote_entry
@@ -88,8 +88,9 @@ from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, 
 CREATE = NLM_F_CREATE | NLM_F_EXCL
 
 # Params a kind's generic netlink family sets, not rtnetlink: the applier
-# sends them once the batch made or changed the device (apply/wireguard.py).
-GENL_PARAMS = frozenset(wireguard.GENL_ATTRIBUTES)
+# sends them once the batch made or changed the device (apply/wireguard.py,
+# apply/ethtool.py).
+GENL_PARAMS = frozenset(wireguard.GENL_ATTRIBUTES) | frozenset(physical.ETHTOOL_ATTRIBUTES)
 GENL_KINDS = frozenset({wireguard.KIND.name})
 
 # link-add params naming other devices (diff.LOWER_PARAM, diff.PEER_PARAM, ...).
