@@ -84,8 +84,7 @@ fn get_lba_status_truncates_to_allocation_length() {
     assert_eq!(be64(&d, 8), 0);
     let mut c = cdb16(0x9E, 0x12, BLOCKS, 0);
     c[13] = 24;
-    let (c, _) = f.run(&c, &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.fails(&c, &[], ILLEGAL_REQUEST, 0x21, 0x00);
 }
 
 #[test]
@@ -93,30 +92,25 @@ fn unmap_parameter_list_errors() {
     let f = fixture();
     f.ok(&unmap_cdb(0), &[]);
     // Shorter than the header.
-    let (c, _) = f.run(&unmap_cdb(4), &[0; 4]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x1A, 0x00);
+    f.fails(&unmap_cdb(4), &[0; 4], ILLEGAL_REQUEST, 0x1A, 0x00);
     // Descriptor length claims more than was sent.
     let mut list = unmap_list(&[(0, 8)]);
     list[3] = 32;
-    let (c, _) = f.run(&unmap_cdb(list.len()), &list);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x1A, 0x00);
+    f.fails(&unmap_cdb(list.len()), &list, ILLEGAL_REQUEST, 0x1A, 0x00);
     // Range past the end: nothing is unmapped, even the valid first descriptor.
     f.ok(&cdb10(WRITE_10, 0, 0, 8), &pattern(8, 1));
     let list = unmap_list(&[(0, 8), (BLOCKS - 1, 2)]);
-    let (c, _) = f.run(&unmap_cdb(list.len()), &list);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.fails(&unmap_cdb(list.len()), &list, ILLEGAL_REQUEST, 0x21, 0x00);
     assert_eq!(f.ok(&cdb10(READ_10, 0, 0, 8), &[]), pattern(8, 1));
     // Too many descriptors.
     let many: Vec<(u64, u32)> = (0..257).map(|i| (i, 1)).collect();
     let list = unmap_list(&many);
-    let (c, _) = f.run(&unmap_cdb(list.len()), &list);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x26, 0x00);
+    f.fails(&unmap_cdb(list.len()), &list, ILLEGAL_REQUEST, 0x26, 0x00);
     // ANCHOR is not supported.
     let list = unmap_list(&[(0, 8)]);
     let mut cdb = unmap_cdb(list.len());
     cdb[1] = 1;
-    let (c, _) = f.run(&cdb, &list);
-    assert_invalid_cdb_field(&c, 1);
+    f.invalid_field(&cdb, &list, 1);
 }
 
 #[test]
@@ -136,8 +130,7 @@ fn write_same_writes_pattern_and_unmaps_zeros() {
     assert_eq!(f.ok(&cdb10(READ_10, 0, 2048, 8), &[]), vec![0u8; 8 * 512]);
     assert!(in_hole(&f, 2048 * 512));
     // Longer than MAXIMUM WRITE SAME LENGTH (16 MiB of blocks).
-    let (c, _) = f.run(&cdb16(WRITE_SAME_16, 0x08, 0, 32769), &[0u8; 512]);
-    assert_invalid_cdb_field(&c, 10);
+    f.invalid_field(&cdb16(WRITE_SAME_16, 0x08, 0, 32769), &[0u8; 512], 10);
 }
 
 #[test]
@@ -151,15 +144,11 @@ fn write_same_zero_blocks_means_to_the_end() {
 #[test]
 fn write_same_errors() {
     let f = fixture();
-    let (c, _) = f.run(&cdb10(WRITE_SAME_10, 0, 0, 1), &[0u8; 1024]);
-    assert_invalid_cdb_field(&c, 7);
-    let (c, _) = f.run(&cdb16(WRITE_SAME_16, 0, BLOCKS - 1, 2), &[0u8; 512]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.invalid_field(&cdb10(WRITE_SAME_10, 0, 0, 1), &[0u8; 1024], 7);
+    f.fails(&cdb16(WRITE_SAME_16, 0, BLOCKS - 1, 2), &[0u8; 512], ILLEGAL_REQUEST, 0x21, 0x00);
     // NDOB and ANCHOR are not supported.
-    let (c, _) = f.run(&cdb16(WRITE_SAME_16, 0x01, 0, 1), &[]);
-    assert_invalid_cdb_field(&c, 1);
-    let (c, _) = f.run(&cdb16(WRITE_SAME_16, 0x10, 0, 1), &[0u8; 512]);
-    assert_invalid_cdb_field(&c, 1);
+    f.invalid_field(&cdb16(WRITE_SAME_16, 0x01, 0, 1), &[], 1);
+    f.invalid_field(&cdb16(WRITE_SAME_16, 0x10, 0, 1), &[0u8; 512], 1);
 }
 
 #[test]

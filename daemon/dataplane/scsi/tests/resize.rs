@@ -20,13 +20,11 @@ fn growing_a_unit_online_reports_capacity_data_has_changed() {
     assert_eq!(last_lba(&f), BLOCKS - 1);
     // A READ past the end is refused before the growth...
     let read_at = |lba: u32| [0x28, 0, (lba >> 24) as u8, (lba >> 16) as u8, (lba >> 8) as u8, lba as u8, 0, 0, 1, 0];
-    let (c, _) = f.run(&read_at(BLOCKS as u32), &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.fails(&read_at(BLOCKS as u32), &[], ILLEGAL_REQUEST, 0x21, 0x00);
     assert_eq!(f.lu.resize(2 * SIZE).unwrap(), 2 * BLOCKS);
     assert_eq!(f.target.capacity_changed(&f.lu), 1);
     // ...the next command of a nexus that was there learns the change first,
-    let (c, _) = f.run(&[0u8; 6], &[]);
-    assert_sense(&c, UNIT_ATTENTION, 0x2A, 0x09);
+    f.fails(&[0u8; 6], &[], UNIT_ATTENTION, 0x2A, 0x09);
     // then sees the new capacity, and the new blocks read (as zeros).
     assert_eq!(last_lba(&f), 2 * BLOCKS - 1);
     assert_eq!(f.ok(&read_at(BLOCKS as u32), &[]), vec![0u8; BLOCK as usize]);
@@ -39,11 +37,9 @@ fn a_shrunk_unit_refuses_what_is_past_its_new_end() {
     f.ok(&[0u8; 6], &[]); // nexus 1 is known to the target from now on
     assert_eq!(f.lu.resize(SIZE / 2).unwrap(), BLOCKS / 2);
     f.target.capacity_changed(&f.lu);
-    let (c, _) = f.run(&[0u8; 6], &[]);
-    assert_sense(&c, UNIT_ATTENTION, 0x2A, 0x09);
+    f.fails(&[0u8; 6], &[], UNIT_ATTENTION, 0x2A, 0x09);
     let lba = (BLOCKS / 2) as u32;
-    let (c, _) = f.run(&[0x28, 0, (lba >> 24) as u8, (lba >> 16) as u8, (lba >> 8) as u8, lba as u8, 0, 0, 1, 0], &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.fails(&[0x28, 0, (lba >> 24) as u8, (lba >> 16) as u8, (lba >> 8) as u8, lba as u8, 0, 0, 1, 0], &[], ILLEGAL_REQUEST, 0x21, 0x00);
 }
 
 #[test]

@@ -57,8 +57,7 @@ fn out_of_range_is_lba_out_of_range() {
 #[test]
 fn transfer_over_maximum_is_invalid_field_at_length() {
     let f = fixture();
-    let (c, _) = f.run(&cdb16(READ_16, 0, 0, 16385), &[]);
-    assert_invalid_cdb_field(&c, 10);
+    f.invalid_field(&cdb16(READ_16, 0, 0, 16385), &[], 10);
 }
 
 #[test]
@@ -68,28 +67,23 @@ fn dpo_fua_accepted_protect_fields_refused() {
     f.ok(&cdb10(WRITE_10, 0x18, 5, 1), &d);
     assert_eq!(f.ok(&cdb10(READ_10, 0x18, 5, 1), &[]), d);
     // RDPROTECT/WRPROTECT: we have no protection information.
-    let (c, _) = f.run(&cdb10(READ_10, 0x20, 5, 1), &[]);
-    assert_invalid_cdb_field(&c, 1);
+    let c = f.invalid_field(&cdb10(READ_10, 0x20, 5, 1), &[], 1);
     assert_eq!(c.sense[15] & 0x0F, 0x08 | 5, "bit pointer at bit 5");
-    let (c, _) = f.run(&cdb16(WRITE_16, 0xE0, 5, 1), &d);
-    assert_invalid_cdb_field(&c, 1);
+    f.invalid_field(&cdb16(WRITE_16, 0xE0, 5, 1), &d, 1);
 }
 
 #[test]
 fn short_data_out_is_refused() {
     let f = fixture();
-    let (c, _) = f.run(&cdb10(WRITE_10, 0, 0, 2), &pattern(1, 0));
-    assert_invalid_cdb_field(&c, 7);
+    f.invalid_field(&cdb10(WRITE_10, 0, 0, 2), &pattern(1, 0), 7);
 }
 
 #[test]
 fn read_only_unit_refuses_writes_with_write_protected() {
     let f = fixture_with(512, true);
     f.ok(&cdb10(READ_10, 0, 0, 1), &[]);
-    let (c, _) = f.run(&cdb10(WRITE_10, 0, 0, 1), &pattern(1, 0));
-    assert_sense(&c, DATA_PROTECT, 0x27, 0x00);
-    let (c, _) = f.run(&[0x41, 0x08, 0, 0, 0, 0, 0, 0, 1, 0], &[0u8; 512]);
-    assert_sense(&c, DATA_PROTECT, 0x27, 0x00);
+    f.fails(&cdb10(WRITE_10, 0, 0, 1), &pattern(1, 0), DATA_PROTECT, 0x27, 0x00);
+    f.fails(&[0x41, 0x08, 0, 0, 0, 0, 0, 0, 1, 0], &[0u8; 512], DATA_PROTECT, 0x27, 0x00);
 }
 
 #[test]
@@ -103,22 +97,18 @@ fn verify_bytchk_modes() {
     f.ok(&cdb10(VERIFY_10, 0x02, 40, 4), &d);
     let mut bad = d.clone();
     bad[1000] ^= 0x55;
-    let (c, _) = f.run(&cdb16(VERIFY_16, 0x02, 40, 4), &bad);
-    assert_sense(&c, MISCOMPARE, 0x1D, 0x00);
+    let c = f.fails(&cdb16(VERIFY_16, 0x02, 40, 4), &bad, MISCOMPARE, 0x1D, 0x00);
     assert_eq!(c.sense[0] & 0x80, 0x80, "VALID: INFORMATION holds the offset");
     assert_eq!(be32(&c.sense, 3), 1000);
     // BYTCHK=3: one block compared against each block.
     let same = pattern(1, 5);
     f.ok(&cdb10(WRITE_10, 0, 60, 3), &[same.clone(), same.clone(), same.clone()].concat());
     f.ok(&cdb10(VERIFY_10, 0x06, 60, 3), &same);
-    let (c, _) = f.run(&cdb10(VERIFY_10, 0x06, 59, 3), &same);
-    assert_sense(&c, MISCOMPARE, 0x1D, 0x00);
+    f.fails(&cdb10(VERIFY_10, 0x06, 59, 3), &same, MISCOMPARE, 0x1D, 0x00);
     // BYTCHK=2 is reserved.
-    let (c, _) = f.run(&cdb10(VERIFY_10, 0x04, 60, 1), &same);
-    assert_invalid_cdb_field(&c, 1);
+    f.invalid_field(&cdb10(VERIFY_10, 0x04, 60, 1), &same, 1);
     // Range checks apply.
-    let (c, _) = f.run(&cdb10(VERIFY_10, 0, BLOCKS as u32, 1), &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.fails(&cdb10(VERIFY_10, 0, BLOCKS as u32, 1), &[], ILLEGAL_REQUEST, 0x21, 0x00);
 }
 
 #[test]
@@ -148,21 +138,17 @@ fn compare_and_write_matches_and_miscompares() {
     f.ok(&caw(30, 2), &[old.clone(), new.clone()].concat());
     assert_eq!(f.ok(&cdb10(READ_10, 0, 30, 2), &[]), new);
     // Now `old` no longer matches: miscompare at the first differing byte, nothing written.
-    let (c, _) = f.run(&caw(30, 2), &[old.clone(), pattern(2, 3)].concat());
-    assert_sense(&c, MISCOMPARE, 0x1D, 0x00);
+    let c = f.fails(&caw(30, 2), &[old.clone(), pattern(2, 3)].concat(), MISCOMPARE, 0x1D, 0x00);
     let first = old.iter().zip(new.iter()).position(|(a, b)| a != b).unwrap();
     assert_eq!(be32(&c.sense, 3) as usize, first);
     assert_eq!(f.ok(&cdb10(READ_10, 0, 30, 2), &[]), new);
     // 0 blocks: nothing to do, but only with no Data-Out (a 256-block request
     // whose count wrapped to 0 is refused).
     f.ok(&caw(30, 0), &[]);
-    let (c, _) = f.run(&caw(30, 0), &[0u8; 1024]);
-    assert_invalid_cdb_field(&c, 13);
+    f.invalid_field(&caw(30, 0), &[0u8; 1024], 13);
     // Data-Out must be exactly 2 x blocks.
-    let (c, _) = f.run(&caw(30, 2), &new);
-    assert_invalid_cdb_field(&c, 13);
-    let (c, _) = f.run(&caw(BLOCKS - 1, 2), &[new.clone(), new.clone()].concat());
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.invalid_field(&caw(30, 2), &new, 13);
+    f.fails(&caw(BLOCKS - 1, 2), &[new.clone(), new.clone()].concat(), ILLEGAL_REQUEST, 0x21, 0x00);
 }
 
 /// Many threads each try to bump a counter in block 0 by COMPARE AND WRITE
@@ -217,8 +203,6 @@ fn orwrite_ors_into_the_medium() {
     f.ok(&cdb10(WRITE_10, 0, 3, 2), &vec![0x0F; 1024]);
     f.ok(&cdb16(0x8B, 0, 3, 2), &vec![0xA0; 1024]);
     assert_eq!(f.ok(&cdb10(READ_10, 0, 3, 2), &[]), vec![0xAF; 1024]);
-    let (c, _) = f.run(&cdb16(0x8B, 0, BLOCKS - 1, 2), &vec![0; 1024]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
-    let (c, _) = f.run(&cdb16(0x8B, 0x20, 3, 1), &vec![0; 512]);
-    assert_invalid_cdb_field(&c, 1);
+    f.fails(&cdb16(0x8B, 0, BLOCKS - 1, 2), &vec![0; 1024], ILLEGAL_REQUEST, 0x21, 0x00);
+    f.invalid_field(&cdb16(0x8B, 0x20, 3, 1), &vec![0; 512], 1);
 }

@@ -23,8 +23,7 @@ fn standard_inquiry() {
     // ALLOCATION LENGTH truncates.
     assert_eq!(f.ok(&[0x12, 0, 0, 0, 5, 0], &[]).len(), 5);
     // EVPD=0 with a page code is invalid.
-    let (c, _) = f.run(&[0x12, 0, 0x80, 0, 255, 0], &[]);
-    assert_invalid_cdb_field(&c, 2);
+    f.invalid_field(&[0x12, 0, 0x80, 0, 255, 0], &[], 2);
 }
 
 #[test]
@@ -76,8 +75,7 @@ fn vpd_pages() {
     assert_eq!(b2[5] & 0xE0, 0xE0, "LBPU LBPWS LBPWS10");
     assert_eq!(b2[6] & 0x07, 2, "thin provisioned");
 
-    let (c, _) = f.run(&[0x12, 1, 0x99, 0, 255, 0], &[]);
-    assert_invalid_cdb_field(&c, 2);
+    f.invalid_field(&[0x12, 1, 0x99, 0, 255, 0], &[], 2);
 }
 
 #[test]
@@ -107,13 +105,11 @@ fn report_luns_lists_and_encodes() {
     assert_eq!(&d[8..16], &[0, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(&d[16..18], &[0x41, 0x2C], "flat space addressing for 300");
     assert_eq!(f.target.luns(), vec![0, 300]);
-    let (c, _) = f.run(&[0xA0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0, 0], &[]);
-    assert_invalid_cdb_field(&c, 2);
+    f.invalid_field(&[0xA0, 0, 3, 0, 0, 0, 0, 0, 1, 0, 0, 0], &[], 2);
     f.target.remove_lun(300);
     assert_eq!(f.target.luns(), vec![0]);
     // LUN 0's users hear that the inventory changed.
-    let (c, _) = f.run(&[0u8; 6], &[]);
-    assert_sense(&c, UNIT_ATTENTION, 0x3F, 0x0E);
+    f.fails(&[0u8; 6], &[], UNIT_ATTENTION, 0x3F, 0x0E);
 }
 
 #[test]
@@ -124,17 +120,13 @@ fn unknown_opcode_and_reserved_bits() {
         assert_sense(&c, ILLEGAL_REQUEST, 0x20, 0x00);
         assert!(d.is_empty());
     }
-    let (c, _) = f.run(&[], &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x20, 0x00);
+    f.fails(&[], &[], ILLEGAL_REQUEST, 0x20, 0x00);
     // NACA in the control byte: not supported, so invalid.
-    let (c, _) = f.run(&[0, 0, 0, 0, 0, 0x04], &[]);
-    assert_invalid_cdb_field(&c, 5);
+    f.invalid_field(&[0, 0, 0, 0, 0, 0x04], &[], 5);
     // Short CDB for its opcode.
-    let (c, _) = f.run(&[0x28, 0, 0], &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x24, 0x00);
+    f.fails(&[0x28, 0, 0], &[], ILLEGAL_REQUEST, 0x24, 0x00);
     // Unknown service action of a known opcode.
-    let (c, _) = f.run(&[0x9E, 0x1F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0], &[]);
-    assert_invalid_cdb_field(&c, 1);
+    f.invalid_field(&[0x9E, 0x1F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0], &[], 1);
 }
 
 fn mode_sense6(f: &Fixture, b1: u8, page: u8) -> Vec<u8> {
@@ -177,10 +169,8 @@ fn mode_sense_pages_and_header() {
     assert_eq!(u16::from_be_bytes([d[6], d[7]]), 16);
     assert_eq!(be64(&d, 8), BLOCKS);
     // Saved values: not supported. Unknown page: invalid field.
-    let (c, _) = f.run(&[0x1A, 0, 0xC8, 0, 255, 0], &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x39, 0x00);
-    let (c, _) = f.run(&[0x1A, 0, 0x19, 0, 255, 0], &[]);
-    assert_invalid_cdb_field(&c, 2);
+    f.fails(&[0x1A, 0, 0xC8, 0, 255, 0], &[], ILLEGAL_REQUEST, 0x39, 0x00);
+    f.invalid_field(&[0x1A, 0, 0x19, 0, 255, 0], &[], 2);
     // Allocation length truncates.
     assert_eq!(f.ok(&[0x1A, 0, 0x3F, 0, 4, 0], &[]).len(), 4);
 }
@@ -207,12 +197,10 @@ fn mode_select_changes_wce_only() {
     // A non-changeable field: refused with a pointer into the parameter list.
     let mut bad = list.clone();
     bad[4 + 3] = 0xFF;
-    let (c, _) = f.run(&[0x15, 0x10, 0, 0, bad.len() as u8, 0], &bad);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x26, 0x00);
+    let c = f.fails(&[0x15, 0x10, 0, 0, bad.len() as u8, 0], &bad, ILLEGAL_REQUEST, 0x26, 0x00);
     assert_eq!(u16::from_be_bytes([c.sense[16], c.sense[17]]), 7);
     // SP: no saved pages.
-    let (c, _) = f.run(&[0x15, 0x11, 0, 0, list.len() as u8, 0], &list);
-    assert_invalid_cdb_field(&c, 1);
+    f.invalid_field(&[0x15, 0x11, 0, 0, list.len() as u8, 0], &list, 1);
     // Other nexuses learn of the change.
     let _ = f.run_as(&nexus(2), 0, &[0u8; 6], &[]);
     list[4 + 2] |= 0x04;
@@ -247,10 +235,8 @@ fn report_supported_operation_codes() {
     let d = f.ok(&[0xA3, 0x0C, 0x01, 0x9C, 0, 0, 0, 0, 1, 0, 0, 0], &[]);
     assert_eq!(d[1] & 0x07, 1);
     // Option 1 on an opcode with service actions, option 2 on one without.
-    let (c, _) = f.run(&[0xA3, 0x0C, 0x01, 0x9E, 0, 0, 0, 0, 1, 0, 0, 0], &[]);
-    assert_invalid_cdb_field(&c, 2);
-    let (c, _) = f.run(&[0xA3, 0x0C, 0x02, 0x28, 0, 0, 0, 0, 1, 0, 0, 0], &[]);
-    assert_invalid_cdb_field(&c, 2);
+    f.invalid_field(&[0xA3, 0x0C, 0x01, 0x9E, 0, 0, 0, 0, 1, 0, 0, 0], &[], 2);
+    f.invalid_field(&[0xA3, 0x0C, 0x02, 0x28, 0, 0, 0, 0, 1, 0, 0, 0], &[], 2);
 }
 
 #[test]
@@ -274,18 +260,15 @@ fn start_stop_and_sync_and_prefetch() {
     let f = fixture();
     f.ok(&[0x1B, 0, 0, 0, 0x01, 0], &[]);
     f.ok(&[0x1B, 0x01, 0, 0, 0x00, 0], &[]);
-    let (c, _) = f.run(&[0x1B, 0, 0, 0, 0x02, 0], &[]);
-    assert_invalid_cdb_field(&c, 4);
+    f.invalid_field(&[0x1B, 0, 0, 0, 0x02, 0], &[], 4);
     f.ok(&cdb10(0x35, 0, 0, 0), &[]);
     f.ok(&cdb16(0x91, 0, 0, 8), &[]);
-    let (c, _) = f.run(&cdb16(0x91, 0, BLOCKS, 8), &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.fails(&cdb16(0x91, 0, BLOCKS, 8), &[], ILLEGAL_REQUEST, 0x21, 0x00);
     let (c, _) = f.run(&cdb10(0x34, 0, 0, 8), &[]);
     assert_eq!(c.status, CONDITION_MET);
     let (c, _) = f.run(&cdb16(0x90, 0x02, 0, 0), &[]);
     assert_eq!(c.status, CONDITION_MET);
-    let (c, _) = f.run(&cdb16(0x90, 0, BLOCKS + 1, 0), &[]);
-    assert_sense(&c, ILLEGAL_REQUEST, 0x21, 0x00);
+    f.fails(&cdb16(0x90, 0, BLOCKS + 1, 0), &[], ILLEGAL_REQUEST, 0x21, 0x00);
 }
 
 #[test]
@@ -299,10 +282,8 @@ fn software_write_protect_via_control_page() {
     list[4 + 4] |= 0x08;
     f.ok(&[0x15, 0x10, 0, 0, list.len() as u8, 0], &list);
     assert_eq!(mode_sense6(&f, 0, 0x0A)[2] & 0x80, 0x80, "WP in the header");
-    let (c, _) = f.run(&cdb10(0x2A, 0, 0, 1), &pattern(1, 0));
-    assert_sense(&c, DATA_PROTECT, 0x27, 0x02);
-    let (c, _) = f.run(&[0x42, 0, 0, 0, 0, 0, 0, 0, 24, 0], &[0u8; 24]);
-    assert_sense(&c, DATA_PROTECT, 0x27, 0x02);
+    f.fails(&cdb10(0x2A, 0, 0, 1), &pattern(1, 0), DATA_PROTECT, 0x27, 0x02);
+    f.fails(&[0x42, 0, 0, 0, 0, 0, 0, 0, 24, 0], &[0u8; 24], DATA_PROTECT, 0x27, 0x02);
     f.ok(&cdb10(0x28, 0, 0, 1), &[]);
     list[4 + 4] &= !0x08;
     f.ok(&[0x15, 0x10, 0, 0, list.len() as u8, 0], &list);

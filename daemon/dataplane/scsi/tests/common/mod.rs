@@ -100,6 +100,21 @@ impl Fixture {
         (c, data_in)
     }
 
+    /// Runs a CDB that must fail with CHECK CONDITION and this sense
+    /// key/asc/ascq; the completion, for checks of the rest of its sense.
+    pub fn fails(&self, cdb: &[u8], data_out: &[u8], key: u8, asc: u8, ascq: u8) -> Completion {
+        let (c, _) = self.run(cdb, data_out);
+        assert_sense(&c, key, asc, ascq);
+        c
+    }
+
+    /// Runs a CDB that must fail with INVALID FIELD IN CDB pointing at `byte`.
+    pub fn invalid_field(&self, cdb: &[u8], data_out: &[u8], byte: u16) -> Completion {
+        let (c, _) = self.run(cdb, data_out);
+        assert_invalid_cdb_field(&c, byte);
+        c
+    }
+
     /// Runs and asserts GOOD, returning Data-In.
     pub fn ok(&self, cdb: &[u8], data_out: &[u8]) -> Vec<u8> {
         let (c, d) = self.run(cdb, data_out);
