@@ -255,6 +255,51 @@ def parse_string(text: str) -> str:
 
 # Parsers for one occurrence of an attribute. For arrays, a parser returning a
 # list extends the value; one returning a single item appends it.
+# bridge-l2protocol-tunnel: the link-local groups a port forwards instead of
+# dropping (IFLA_BRPORT_GROUP_FWD_MASK, bit N = 01:80:C2:00:00:0N), with
+# ifupdown2's names and bits (addons/bridge.py _l2protocol_tunnel_set_*).
+L2PROTOCOL_BITS = {"stp": 0x1, "lacp": 0x4, "lldp": 0x4000}
+# pvst and cdp are Cisco's groups (01:00:0C:CC:CC:CC/CD): ifupdown2 sets them in
+# IFLA_BRPORT_GROUP_FWD_MASKHI, which only Cumulus Linux's kernel has; an
+# upstream kernel ignores that attribute, so they would do nothing.
+CUMULUS_ONLY_L2PROTOCOLS = ("pvst", "cdp", "all")
+
+
+def parse_l2protocols(text: str) -> int:
+    """``stp lacp,lldp`` -> the port's group forwarding mask (0x4005)."""
+    mask = 0
+    for word in text.replace(",", " ").split():
+        word = word.lower()
+        if word in L2PROTOCOL_BITS:
+            mask |= L2PROTOCOL_BITS[word]
+        elif word in CUMULUS_ONLY_L2PROTOCOLS:
+            what = "includes pvst and cdp, which need" if word == "all" else "needs"
+            raise ValueError(f"'{word}' {what} Cumulus Linux's kernel (ifupdown2 sets them "
+                             f"in IFLA_BRPORT_GROUP_FWD_MASKHI, which upstream Linux does not "
+                             f"have and ignores); this kernel forwards only the "
+                             f"01:80:C2:00:00:0X groups: write some of "
+                             f"{' '.join(L2PROTOCOL_BITS)}")
+        elif word.startswith("0x"):
+            mask |= _hex_mask(word)
+        else:
+            raise ValueError(f"expected {', '.join(L2PROTOCOL_BITS)} (or a mask like "
+                             f"0x4005), got '{word}'")
+    return mask
+
+
+def _hex_mask(word: str) -> int:
+    try:
+        return int(word, 16)
+    except ValueError:
+        raise ValueError(f"'{word}' is not a hexadecimal mask") from None
+
+
+def format_l2protocols(mask: int) -> str:
+    words = [name for name, bit in L2PROTOCOL_BITS.items() if mask & bit]
+    rest = mask & ~sum(L2PROTOCOL_BITS.values())
+    return " ".join([*words, *([f"{rest:#06x}"] if rest or not words else [])])
+
+
 SYNTAX: dict[str, Callable[[str], Any]] = {
     "names": expand_names,
     "words": str.split,
@@ -270,12 +315,14 @@ SYNTAX: dict[str, Callable[[str], Any]] = {
     "string": parse_string,
     "command": str,  # a shell command, kept as written (quotes are the shell's)
     "int-or-auto": lambda text: text if text == "auto" else parse_int(text),
+    "l2protocols": parse_l2protocols,
 }
 
 FORMAT: dict[str, Callable[[Any], str]] = {
     "route": format_route,
     "size": format_size,
     "lun": lambda lun: f"{lun['lun']} {lun['volume']}",
+    "l2protocols": format_l2protocols,
 }
 
 

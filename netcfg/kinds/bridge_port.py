@@ -24,6 +24,8 @@ from netcfg.schemas.spec import PORT, kernel_mappings
 VLAN_ATTRIBUTES = ("bridge-vids", "bridge-pvid", "bridge-access")
 PORT_OPTIONS = tuple(m.attribute for m in kernel_mappings("bridge-port") if m.place == PORT)
 PORT_ATTRIBUTES = (*VLAN_ATTRIBUTES, *PORT_OPTIONS)
+L2PROTOCOL_TUNNEL = "bridge-l2protocol-tunnel"
+MAC_PAUSE = 0x2   # BR_GROUPFWD_MACPAUSE: a port's group_fwd_mask may not have it
 
 
 class BridgePort(Trait):
@@ -39,6 +41,12 @@ class BridgePort(Trait):
         written = [a for a in PORT_ATTRIBUTES if a in obj.attrs]
         if not written:
             return
+        if obj.attrs.get(L2PROTOCOL_TUNNEL, 0) & MAC_PAUSE:
+            report.error(obj.where(L2PROTOCOL_TUNNEL),
+                         f"{obj.label()}: {L2PROTOCOL_TUNNEL} mask "
+                         f"{obj.attrs[L2PROTOCOL_TUNNEL]:#06x} has bit 1 (01:80:C2:00:00:01, "
+                         f"MAC pause frames), which the kernel never forwards (br_setport: "
+                         f"EINVAL)", L2PROTOCOL_TUNNEL)
         master = model.master_of(obj)
         if master is None or master.kind != "bridge":
             report.error(obj.where(written[0]),

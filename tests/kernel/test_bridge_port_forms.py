@@ -2,7 +2,8 @@
 `bridge-learning off` for every port) against the real kernel: each port
 gets the value, as its own line would give it, read back by iproute2; the
 bridge itself gets none; a second apply sends nothing; moving a value from
-the bridge's line to the port's own sends nothing either (one model)."""
+the bridge's line to the port's own sends nothing either (one model).
+bridge-l2protocol-tunnel's upstream part (stp, lacp, lldp) rides along."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ ON_BRIDGE = textwrap.dedent("""\
         bridge-unicast-flood v1=off
         bridge-multicast-flood v1=off
         bridge-arp-nd-suppress v0=on
+        bridge-l2protocol-tunnel v0=stp,lacp v1=lldp
     """)
 
 ON_PORTS = textwrap.dedent("""\
@@ -48,6 +50,7 @@ ON_PORTS = textwrap.dedent("""\
         bridge-portmcrouter 2
         bridge-portmcfl yes
         bridge-arp-nd-suppress on
+        bridge-l2protocol-tunnel stp lacp
 
     auto v1
     iface v1
@@ -58,6 +61,7 @@ ON_PORTS = textwrap.dedent("""\
         bridge-portprios 12
         bridge-unicast-flood off
         bridge-multicast-flood off
+        bridge-l2protocol-tunnel lldp
 
     auto br1
     iface br1
@@ -88,6 +92,8 @@ def test_port_options_on_the_bridge_reach_each_port(session, tmp_path):
     assert (v1["learning"], v1["cost"], v1["priority"]) == (True, 50, 12)
     assert v1["flood"] is False and v1["mcast_flood"] is False
     assert v1["multicast_router"] == 1 and v1["neigh_suppress"] is False
+    # bridge-l2protocol-tunnel: IFLA_BRPORT_GROUP_FWD_MASK, ifupdown2's bits
+    assert (v0["group_fwd_mask"], v1["group_fwd_mask"]) == ("0x5", "0x4000")
 
     assert apply(model_of(ON_BRIDGE, tmp_path), session).requests == 0
     # The same settings written in the ports' stanzas are the same state.

@@ -172,3 +172,41 @@ def test_proxmox_disable_mac_learning_is_accepted_and_sets_nothing(tmp_path):
             bridge-disable-mac-learning maybe
         """)
     assert len(found) == 1 and "bridge-disable-mac-learning" in found[0]
+
+
+def test_l2protocol_tunnel_is_the_ports_group_forwarding_mask(tmp_path):
+    from netcfg.compile.values import format_l2protocols, parse_l2protocols
+
+    assert parse_l2protocols("stp lacp,lldp") == 0x4005 == parse_l2protocols("0x4005")
+    assert format_l2protocols(0x4005) == "stp lacp lldp"
+    assert format_l2protocols(0x4008) == "lldp 0x0008"
+    assert parse_l2protocols(format_l2protocols(0x4008)) == 0x4008
+    result = compiled(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports swp1 swp2
+            bridge-l2protocol-tunnel swp1=lacp,stp swp2=lldp
+        """)
+    ports = result.model.interfaces
+    assert ports[("", "swp1")].attrs["bridge-l2protocol-tunnel"] == 0x5
+    assert ports[("", "swp2")].attrs["bridge-l2protocol-tunnel"] == 0x4000
+
+
+@pytest.mark.parametrize("value, said", [
+    ("pvst", "'pvst' needs Cumulus Linux's kernel"),
+    ("stp cdp", "'cdp' needs Cumulus Linux's kernel"),
+    ("all", "'all' includes pvst and cdp"),
+    ("0x2", "MAC pause"),  # a check of the port, not of the value
+    ("bpdu", "expected stp, lacp, lldp"),
+])
+def test_l2protocols_this_kernel_cannot_forward_are_refused_at_the_line(tmp_path, value, said):
+    found = errors(tmp_path, f"""\
+        auto br0
+        iface br0
+            bridge-ports swp1
+        auto swp1
+        iface swp1
+            bridge-l2protocol-tunnel {value}
+        """)
+    assert len(found) == 1 and ":6: error: swp1: bridge-l2protocol-tunnel" in found[0]
+    assert said in found[0]
