@@ -99,3 +99,4 @@ def test_speed_with_autonegotiation_on_warns(tmp_path):
         """)
     warnings = [d.message for d in result.warnings]
     assert any("link-speed with link-autoneg yes" in w for w in warnings), warnings
+
