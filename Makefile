@@ -157,7 +157,23 @@ test-vm: vm-deps iscsi-initiator
 # (dnsmasq-base has no service; the others none either), so installing them
 # starts nothing on the host.
 KERNEL_PACKAGES := isc-dhcp-client dnsmasq-base libiscsi-bin
-kernel-deps:
+# Open vSwitch (ovsdb-server, ovs-vswitchd, ovs-vsctl) for the kernel tier's
+# OVS test (tests/kernel/test_ovs.py), unpacked into .cache/ with the library
+# it needs and never installed: the package starts openvswitch-switch.service
+# on the host. The test runs the daemons inside its sandbox.
+OVS_DIR := .cache/openvswitch
+OVS_DEBS := openvswitch-switch openvswitch-common libxdp1
+.PHONY: ovs-deps
+$(OVS_DIR)/.stamp:
+	$(call apt_unpack,openvswitch,$(OVS_DEBS),$(OVS_DIR),Open vSwitch)
+	@LD_LIBRARY_PATH=$(OVS_DIR)/usr/lib/x86_64-linux-gnu ldd $(OVS_DIR)/usr/sbin/ovsdb-server \
+	  $(OVS_DIR)/usr/lib/openvswitch-switch/ovs-vswitchd $(OVS_DIR)/usr/bin/ovs-vsctl \
+	  | grep 'not found' && { echo "Open vSwitch needs libraries this host lacks (above)"; exit 1; } || true
+	@touch $@
+
+ovs-deps: $(OVS_DIR)/.stamp
+
+kernel-deps: $(OVS_DIR)/.stamp
 	$(call apt_install,$(KERNEL_PACKAGES),for the kernel tier,:)
 
 test-kernel: venv kernel-deps

@@ -31,7 +31,7 @@ import errno
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from netcfg.apply import dhcp, ethtool, wireguard
+from netcfg.apply import dhcp, ethtool, ovs, wireguard
 from netcfg.apply.hooks import Hooks
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
@@ -49,8 +49,8 @@ from netcfg.netlink.encode import PROTOCOL, delete_group, encode
 from netcfg.netlink.nlmsg import Request
 from netcfg.plan.diff import PEER_NETNS_PARAM, diff
 from netcfg.plan.lower.lowering import lower
-from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, REMOVALS,
-                             ROUTE_ADD, Operation)
+from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, OVS_ACTIONS,
+                             REMOVALS, ROUTE_ADD, Operation)
 from netcfg.plan.planner import Plan, build_plan
 from netcfg.plan.scope import (GroupDeletes, Selection, dhcp_devices, group_deletes, managed_view,
                                purge_target, without_namespaces)
@@ -113,6 +113,8 @@ class _Scope:
             model = self.session.read(self.namespaces)
         view = managed_view(self.desired, model, self.session.managed(), self.namespaces,
                             self.purge)
+        # Open vSwitch's bridges and ports, from its database (apply/ovs.py).
+        view = ovs.read_into(view, model, self.desired, self.session)
         if self.selection is not None and self.keys is not None:
             view = self.selection.cut(view, self.keys)
         return view
@@ -307,8 +309,11 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
         if before_batch is not None:
             before_batch(batch)
         by_netns: dict[str, list[Operation]] = {}
+        ovs_ops = []
         for op in batch:
-            if op.action not in (NETNS_ADD, NETNS_DEL) and op.key not in bulk.replaced:
+            if op.action in OVS_ACTIONS:
+                ovs_ops.append(op)
+            elif op.action not in (NETNS_ADD, NETNS_DEL) and op.key not in bulk.replaced:
                 by_netns.setdefault(op.netns, []).append(op)
         grouped = bulk.at.get(number, [])
         for netns in grouped:
@@ -317,6 +322,10 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
         # devices went (a deleted device can take others with it: a vlan on
         # its lower) or the kernel chose, the next batches need them read.
         touched: set[str] = set(grouped)
+        if ovs_ops:
+            # One OVSDB transaction; ovs-vswitchd makes or removes the devices.
+            sent += ovs.execute(ovs_ops, session)
+            touched.add(ROOT_NETNS)
         for netns, ops in by_netns.items():
             sent += _transact(netns, ops, session, vrf_tables,
                               [delete_group(netns)] if netns in grouped else [])

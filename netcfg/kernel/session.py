@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import resource
 import socket
-from typing import Callable, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 from netcfg.kernel.genl import (NETLINK_GENERIC, GenlSocket, WireguardKeys, has_wireguard,
                                 read_wireguard)
@@ -45,6 +45,9 @@ class KernelSession:
         self.genl_sockets: dict[str, GenlSocket] = {}
         self.wireguard = WireguardKeys()
         self.link_modes = LinkModesSent()   # kernel/ethtool.py
+        # Open vSwitch's database connection (apply/ovs.py), opened when a
+        # config has OVS objects.
+        self.ovsdb: Any = None
         self.states: dict[str, NamespaceState] = {}
         # Per namespace, the lowest ifindex new_ifindex() may hand out next:
         # it never goes down, so an index freed in this session is not reused.

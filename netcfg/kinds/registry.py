@@ -15,7 +15,7 @@ from netcfg.schemas.spec import group_attributes
 
 KIND_MODULES = (
     "loopback", "physical", "dummy", "veth", "vlan", "bridge", "bond", "vxlan",
-    "vrf", "macvlan", "ipvlan", "netns", "volume", "target", "wireguard",
+    "vrf", "macvlan", "ipvlan", "netns", "volume", "target", "wireguard", "ovs",
 )
 TRAIT_MODULES = ("common", "bridge_port")
 

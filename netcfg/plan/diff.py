@@ -31,6 +31,7 @@ from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, 
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
                              Operation)
+from netcfg.plan.ovs import ovs_operations
 from netcfg.schemas.spec import group_attributes
 
 Key = tuple[str, str]
@@ -82,7 +83,7 @@ LOOPBACK = "lo"  # every namespace has one from the start
 
 def diff(desired: Model, current: Model) -> list[Operation]:
     """Operations that make ``current`` into ``desired``, unordered."""
-    return _Diff(desired, current).run()
+    return _Diff(desired, current).run() + ovs_operations(desired, current)
 
 
 # ---------------------------------------------------------------- ranges

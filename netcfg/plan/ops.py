@@ -24,19 +24,24 @@ FDB_ADD, FDB_DEL = "fdb-add", "fdb-del"
 ADDR_ADD, ADDR_DEL = "addr-add", "addr-del"
 LINK_UP, LINK_DOWN = "link-up", "link-down"
 ROUTE_ADD, ROUTE_DEL = "route-add", "route-del"
+# Open vSwitch bridges and ports: rows of ovs-vswitchd's database (plan/ovs.py),
+# sent as one OVSDB transaction per batch (apply/ovs.py), not netlink.
+OVS_ADD, OVS_SET, OVS_DEL = "ovs-add", "ovs-set", "ovs-del"
 
 ACTIONS = (
     NETNS_DEL, ROUTE_DEL, ADDR_DEL, FDB_DEL,
     VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL, MASTER_UNSET, LINK_DOWN,
-    LINK_DEL, NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD, VLAN_TUNNEL_ADD, FDB_ADD,
-    ADDR_ADD, LINK_UP, ROUTE_ADD,
+    LINK_DEL, OVS_DEL, NETNS_ADD, OVS_ADD, OVS_SET, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD,
+    VNI_ADD, VLAN_TUNNEL_ADD, FDB_ADD, ADDR_ADD, LINK_UP, ROUTE_ADD,
 )
 REMOVALS = frozenset({NETNS_DEL, ROUTE_DEL, ADDR_DEL, FDB_DEL, VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL,
-                      MASTER_UNSET, LINK_DOWN, LINK_DEL})
+                      MASTER_UNSET, LINK_DOWN, LINK_DEL, OVS_DEL})
+OVS_ACTIONS = frozenset({OVS_ADD, OVS_SET, OVS_DEL})
 
 # How the text form of a plan marks each action.
 SIGILS = {a: ("-" if a in REMOVALS else "+") for a in ACTIONS}
 SIGILS[LINK_SET] = "~"
+SIGILS[OVS_SET] = "~"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,8 @@ from netcfg.plan.diff import (LOWER_NETNS_PARAM, LOWER_PARAM, PEER_NETNS_PARAM, 
 from netcfg.plan.graph import CycleError, layered_order
 from netcfg.plan.ops import FDB_ADD, FDB_DEL
 from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
-                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, REMOVALS,
+                             LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, OVS_ADD,
+                             OVS_DEL, OVS_SET, REMOVALS,
                              ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
                              VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL, Operation)
 
@@ -155,6 +156,11 @@ ADDITION_RULES: tuple[Rule, ...] = (
     # A gateway the kernel reaches through a route without one (`route
     # 10.7.0.0/24 dev eth0` for `via 10.7.0.1`): that route first.
     Rule(ROUTE_ADD, ROUTE_ADD, gateway_device, only=is_device_route),
+    # ovs-vswitchd makes an OVS bridge's or internal port's device once its
+    # row is in: what netlink does to that device comes after (an OVSPort's
+    # device is there already; its rtnetlink ops may wait all the same).
+    *_rules([LINK_SET, MASTER_SET, VLAN_ADD, ADDR_ADD, LINK_UP, ROUTE_ADD], [OVS_ADD, OVS_SET],
+            same_device),
 )
 
 REMOVAL_RULES: tuple[Rule, ...] = (
@@ -172,6 +178,11 @@ REMOVAL_RULES: tuple[Rule, ...] = (
     Rule(LINK_DEL, MASTER_UNSET, master_device, BEFORE),
     Rule(LINK_DEL, ROUTE_DEL, vrf_device, BEFORE),
     Rule(LINK_DEL, LINK_DEL, lower_device, BEFORE),
+    # An OVS row last of what happens to its device: removing an internal
+    # port's row removes the device.
+    *_rules([OVS_DEL], [ROUTE_DEL, ADDR_DEL, VLAN_DEL, MASTER_UNSET, LINK_DOWN], same_device),
+    # A device netcfg deletes leaves OVS first (ovs-vswitchd would keep its row).
+    Rule(LINK_DEL, OVS_DEL, same_device),
     # A namespace last; deleting it would take a veth's other end with it.
     Rule(NETNS_DEL, LINK_DEL, peer_namespace, BEFORE),
     *_rules([NETNS_DEL], [a for a in REMOVALS if a != NETNS_DEL], own_namespace, BEFORE),

@@ -81,7 +81,7 @@ KIND_PROBES = {
 }
 # Plan actions that disturb a working device when the device already exists.
 DISRUPTIVE = {"netns-del", "route-del", "addr-del", "vlan-tunnel-del", "vni-del", "vlan-del",
-              "master-unset", "link-down", "link-del"}
+              "master-unset", "link-down", "link-del", "fdb-del"}
 
 
 @dataclass
@@ -140,6 +140,9 @@ def needed_kinds(plan: dict) -> set[str]:
                 kinds.add("vlan-filtering")
         if op["action"] in ("vlan-add", "vni-add", "vlan-tunnel-add"):
             kinds.add("vlan-filtering")
+        if op["action"].startswith("ovs-"):
+            # Neither sandbox runs ovs-vswitchd: tests/kernel/test_ovs.py covers OVS files.
+            kinds.add("openvswitch")
     return kinds - {""}
 
 

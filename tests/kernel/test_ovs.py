@@ -1,0 +1,235 @@
+"""Open vSwitch bridges and ports applied through OVSDB, against the real daemons.
+
+Debian's ovsdb-server and ovs-vswitchd, unpacked into .cache/openvswitch by
+`make ovs-deps` and never installed, run inside the sandbox with their
+database, sockets and logs in a temporary directory (OVS_RUNDIR and friends:
+nothing under the host's /run or /etc). The host kernel may lack the
+openvswitch module, so the bridges use the userspace datapath
+(datapath_type=netdev): ovs-vswitchd makes tap devices for the bridge and
+its internal ports. What netcfg wrote is read back with ovs-vsctl, a peer
+that shares no code with netcfg, and the devices with iproute2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from netcfg.apply.execute import apply
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.kernel.ovsdb import OvsdbUnavailable
+
+ROOT = Path(__file__).resolve().parents[2]
+OVS = ROOT / ".cache" / "openvswitch"
+LIBS = OVS / "usr" / "lib" / "x86_64-linux-gnu"
+
+pytestmark = pytest.mark.skipif(
+    not (OVS / "usr" / "sbin" / "ovsdb-server").exists(),
+    reason="Open vSwitch is not unpacked: make ovs-deps")
+
+
+def _env(rundir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OVS_RUNDIR=str(rundir), OVS_DBDIR=str(rundir), OVS_LOGDIR=str(rundir),
+               OVS_SYSCONFDIR=str(rundir), OVS_PKGDATADIR=str(OVS / "usr/share/openvswitch"),
+               LD_LIBRARY_PATH=str(LIBS))
+    return env
+
+
+@pytest.fixture
+def openvswitch(tmp_path, monkeypatch):
+    """ovsdb-server and ovs-vswitchd in tmp_path; vsctl(*args) runs ovs-vsctl on them."""
+    rundir = tmp_path / "ovs"
+    rundir.mkdir()
+    env = _env(rundir)
+    db = rundir / "conf.db"
+
+    def run(*cmd: str) -> str:
+        return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True,
+                              timeout=30).stdout
+
+    run(str(OVS / "usr/bin/ovsdb-tool"), "create", str(db),
+        str(OVS / "usr/share/openvswitch/vswitch.ovsschema"))
+    run(str(OVS / "usr/sbin/ovsdb-server"), str(db), f"--remote=punix:{rundir}/db.sock",
+        f"--pidfile={rundir}/ovsdb-server.pid", "--detach", f"--log-file={rundir}/db.log")
+    pids = [rundir / "ovsdb-server.pid"]
+    try:
+        run(str(OVS / "usr/bin/ovs-vsctl"), "--no-wait", "init")
+        run(str(OVS / "usr/lib/openvswitch-switch/ovs-vswitchd"), f"unix:{rundir}/db.sock",
+            f"--pidfile={rundir}/ovs-vswitchd.pid", "--detach",
+            f"--log-file={rundir}/vswitchd.log")
+        pids.append(rundir / "ovs-vswitchd.pid")
+        monkeypatch.setenv("OVS_RUNDIR", str(rundir))
+
+        def vsctl(*args: str) -> str:
+            return run(str(OVS / "usr/bin/ovs-vsctl"), "--timeout=20", *args).strip()
+
+        yield vsctl
+    finally:
+        for pidfile in reversed(pids):
+            _stop(pidfile)
+        # ovs-vswitchd leaves its tap devices behind when stopped.
+        for dev in ("eth0", "z_myzone", "vmbr0", "sv_myzone", "tap100i0", "ovs-netdev"):
+            subprocess.run(["ip", "link", "del", dev], capture_output=True)
+
+
+def _stop(pidfile: Path) -> None:
+    """Stop a daemon these tests started, by the pid it wrote."""
+    try:
+        pid = int(pidfile.read_text())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+
+
+def model_of(text: str, tmp_path):
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent(text))
+    return compile_config(ConfigSource(path=str(path))).model
+
+
+def ip_json(*args: str):
+    out = subprocess.run(["ip", "-j", *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+# Proxmox VE's OVS layout (pve-network's qinq/ovs test: the host's file and
+# the SDN file it sources, merged), on the userspace datapath; eth0 stands
+# for the host's NIC.
+PROXMOX = """\
+    auto eth0
+    iface eth0 inet manual
+        ovs_type OVSPort
+        ovs_bridge vmbr0
+
+    auto vmbr0
+    iface vmbr0 inet static
+        address 192.0.2.10/24
+        ovs_type OVSBridge
+        ovs_ports eth0 sv_myzone
+        ovs_options datapath_type=netdev
+
+    auto sv_myzone
+    iface sv_myzone
+        ovs_type OVSIntPort
+        ovs_bridge vmbr0
+        ovs_options vlan_mode=dot1q-tunnel tag=TAG other_config:qinq-ethtype=802.1q
+
+    auto z_myzone
+    iface z_myzone
+        bridge-stp off
+        bridge-ports sv_myzone
+    """
+
+
+def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, session, tmp_path):
+    vsctl = openvswitch
+    subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"], check=True)
+    first = apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    assert first.verified
+    ovs_ops = [op for op in first.plan.operations if op.action.startswith("ovs-")]
+    assert sorted((op.action, op.name) for op in ovs_ops) == [
+        ("ovs-add", "eth0"), ("ovs-add", "sv_myzone"), ("ovs-add", "vmbr0")]
+    # One transaction: the OVS operations share the first batch.
+    assert all(op in first.plan.batches[0] for op in ovs_ops)
+
+    assert vsctl("br-exists", "vmbr0") == ""
+    assert sorted(vsctl("list-ports", "vmbr0").split()) == ["eth0", "sv_myzone"]
+    assert vsctl("get", "Port", "sv_myzone", "tag") == "10"
+    assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "dot1q-tunnel"
+    assert vsctl("get", "Port", "sv_myzone", "other_config:qinq-ethtype") == '"802.1q"'
+    assert vsctl("get", "Interface", "sv_myzone", "type") == "internal"
+    assert vsctl("get", "Bridge", "vmbr0", "datapath_type") == "netdev"
+    assert vsctl("get", "Bridge", "vmbr0", "external_ids:netcfg") == '"1"'
+    # The Linux side: ovs-vswitchd's devices got the address, the bridge port, up.
+    vmbr0 = ip_json("addr", "show", "dev", "vmbr0")[0]
+    assert "192.0.2.10" in [a["local"] for a in vmbr0["addr_info"]]
+    assert "UP" in vmbr0["flags"]
+    assert ip_json("link", "show", "dev", "sv_myzone")[0]["master"] == "z_myzone"
+
+    second = apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    assert second.verified and second.requests == 0 and len(second.plan) == 0
+
+    # Another program's port (qemu-server's tap of a VM) is left alone.
+    vsctl("add-port", "vmbr0", "tap100i0", "--", "set", "Interface", "tap100i0",
+          "type=internal")
+    changed = apply(model_of(PROXMOX.replace("TAG", "20"), tmp_path), session)
+    assert [op.describe() for op in changed.plan.operations] == [
+        "~ ovs-set sv_myzone ovs-type=OVSIntPort ovs-options=other_config:qinq-ethtype=802.1q "
+        "tag=20 vlan_mode=dot1q-tunnel"]
+    assert vsctl("get", "Port", "sv_myzone", "tag") == "20"
+    assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "dot1q-tunnel"
+
+    # Options left out are cleared (ifupdown2 clears the port's columns too).
+    plain = PROXMOX.replace("vlan_mode=dot1q-tunnel tag=TAG other_config:qinq-ethtype=802.1q",
+                            "tag=30")
+    apply(model_of(plain, tmp_path), session)
+    assert vsctl("get", "Port", "sv_myzone", "tag") == "30"
+    assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "[]"
+    assert vsctl("get", "Port", "sv_myzone", "other_config") == "{}"
+
+    proxmox = textwrap.dedent(PROXMOX)
+    removed = (proxmox[:proxmox.index("auto sv_myzone")] + proxmox[proxmox.index("auto z_myzone"):]
+               ).replace("ovs_ports eth0 sv_myzone", "ovs_ports eth0").replace(
+                   "bridge-ports sv_myzone", "bridge-ports none")
+    gone = apply(model_of(removed, tmp_path), session)
+    assert gone.verified
+    assert [op.name for op in gone.plan.operations if op.action == "ovs-del"] == ["sv_myzone"]
+    assert sorted(vsctl("list-ports", "vmbr0").split()) == ["eth0", "tap100i0"]
+    assert not ip_json("link", "show") or "sv_myzone" not in [
+        link["ifname"] for link in ip_json("link", "show")]
+    assert apply(model_of(removed, tmp_path), session).requests == 0
+
+
+def test_takeover_of_a_bridge_ifupdown2_made_sends_nothing(openvswitch, session, tmp_path):
+    vsctl = openvswitch
+    subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"], check=True)
+    # What ifupdown2's openvswitch addons run for this file, through ovs-vsctl.
+    vsctl("--may-exist", "add-br", "vmbr0", "--", "set", "bridge", "vmbr0",
+          "datapath_type=netdev")
+    vsctl("--may-exist", "add-port", "vmbr0", "eth0")
+    vsctl("--may-exist", "add-port", "vmbr0", "sv_myzone", "--", "set", "Port", "sv_myzone",
+          "vlan_mode=dot1q-tunnel", "tag=10", "other_config:qinq-ethtype=802.1q", "--",
+          "set", "Interface", "sv_myzone", "type=internal")
+    subprocess.run(["ip", "link", "add", "z_myzone", "type", "bridge", "stp_state", "0"],
+                   check=True)
+    subprocess.run(["ip", "link", "set", "sv_myzone", "master", "z_myzone"], check=True)
+    for dev in ("eth0", "vmbr0", "sv_myzone", "z_myzone"):
+        subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+    subprocess.run(["ip", "addr", "add", "192.0.2.10/24", "dev", "vmbr0"], check=True)
+    uuid = vsctl("get", "Bridge", "vmbr0", "_uuid")
+
+    result = apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    assert [op.describe() for op in result.plan.operations
+            if op.action.startswith("ovs-")] == []
+    assert vsctl("get", "Bridge", "vmbr0", "_uuid") == uuid
+    # netcfg did not make it: removing it from the config leaves it to whoever did.
+    assert vsctl("get", "Bridge", "vmbr0", "external_ids") == "{}"
+
+
+def test_without_ovsdb_server_apply_names_the_daemon_and_changes_nothing(session, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.setenv("OVS_RUNDIR", str(tmp_path / "no-ovs"))
+    before = ip_json("link", "show")
+    with pytest.raises(OvsdbUnavailable) as failure:
+        apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    assert "openvswitch-switch" in str(failure.value)
+    assert "nothing was changed" in str(failure.value)
+    assert ip_json("link", "show") == before
