@@ -283,16 +283,24 @@ def _read_port_vlans(sock: RtnlSocket, state: NamespaceState) -> None:
         obj.attrs.update(port)
 
 
+# A namespace whose devices are at least a quarter vxlans is read in one
+# forwarding dump (_read_vxlans).
+FDB_ONE_DUMP_SHARE = 4
+
+
 def _read_vxlans(sock: RtnlSocket, state: NamespaceState) -> None:
     """A vxlan's underlay device by name (IFLA_VXLAN_LINK is an ifindex), and
-    the remotes of each vxlan-id device: one dump of its forwarding entries,
-    filtered by the kernel to the device (a switch's bridges may hold
-    thousands of learnt MACs; no namespace without a vxlan pays anything).
-    The all-zeros entry of the device's own group (vxlan-svcnodeip) is the
-    kernel's, not a remote (plan/fdb.py).
+    the remotes of each vxlan-id device from its forwarding entries. The
+    all-zeros entry of the device's own group (vxlan-svcnodeip) is the
+    kernel's, not a remote (plan/fdb.py). A namespace without a vxlan pays
+    nothing; one whose devices are mostly vxlans is read in one dump, others
+    one dump per vxlan, filtered by the kernel (a bridge's learnt MACs and
+    every device's multicast addresses stay out): 200 vxlans, 2 remotes
+    each, cost 4 ms in 200 dumps, 1.4 ms in one; 1000, 70 ms against 12 ms.
 
-    Equivalent to: `bridge fdb show brport VX | grep 00:00:00:00:00:00`.
+    Equivalent to: `bridge fdb show [brport VX] | grep 00:00:00:00:00:00`.
     """
+    classic = {}
     for name, obj in state.interfaces.items():
         if obj.kind != "vxlan":
             continue
@@ -304,21 +312,35 @@ def _read_vxlans(sock: RtnlSocket, state: NamespaceState) -> None:
                 del obj.attrs[PHYSDEV]
                 state.notes.append(f"{name}: its underlay device (ifindex {physdev}) is not in "
                                    f"its namespace; netcfg has no spelling for that")
-        if obj.attrs.get(VNIFILTER) or VNI not in obj.attrs:
-            continue   # per-VNI remotes of a metadata device: not netcfg's (yet)
-        index = state.ifindex[name]
-        entries, _ = _dump(sock, state, RTM_GETNEIGH, fdb_dump(index), parse_remote)
-        group = obj.attrs.get(SVCNODE)
-        remotes = []
-        for entry in entries:
-            if entry is None or entry.ifindex != index or entry.dst == group:
-                continue
-            if entry.finer:
-                state.notes.append(f"{name}: remote {entry.dst} with its own port, VNI or "
-                                   f"device has no netcfg spelling")
-                continue
-            remotes.append(entry.dst)
-        obj.attrs[REMOTE] = remotes
+        # A metadata device's remotes are per VNI: not netcfg's (yet).
+        if not obj.attrs.get(VNIFILTER) and VNI in obj.attrs:
+            classic[state.ifindex[name]] = obj
+    if not classic:
+        return
+    if len(classic) * FDB_ONE_DUMP_SHARE >= len(state.interfaces):
+        entries, _ = _dump(sock, state, RTM_GETNEIGH, fdb_dump(0), parse_remote)
+    else:
+        entries = []
+        for index in classic:
+            found, _ = _dump(sock, state, RTM_GETNEIGH, fdb_dump(index), parse_remote)
+            entries += found
+    remotes: dict[int, list[str]] = {index: [] for index in classic}
+    for entry in entries:
+        if entry is None or entry.ifindex not in classic:
+            continue
+        obj = classic[entry.ifindex]
+        if entry.dst == obj.attrs.get(SVCNODE):
+            continue
+        if entry.finer:
+            state.notes.append(f"{obj.name}: remote {entry.dst} with its own port, VNI or "
+                               f"device has no netcfg spelling")
+            continue
+        remotes[entry.ifindex].append(entry.dst)
+    # None is no attribute, as `show` prints it: a revert (this state as the
+    # desired one) then leaves remotes added to a device that had none.
+    for index, obj in classic.items():
+        if remotes[index]:
+            obj.attrs[REMOTE] = remotes[index]
 
 
 def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]) -> None:

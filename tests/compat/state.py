@@ -2,7 +2,9 @@
 
 `read()` runs in a sandbox after ifupdown2 or netcfg applied a file; it reads
 iproute2's JSON (the peer-neutral reader: neither tool's own view) and
-/proc/sys. What is left out is what differs between two correct runs:
+/proc/sys; for each vxlan, its all-zeros forwarding entries (`bridge -j fdb
+show dev VX`: the remotes of head-end replication and its group's entry),
+not learnt or per-port MAC entries. What is left out is what differs between two correct runs:
 counters, timers, ifindexes, the kernel's own IPv6 link-local addresses and
 their routes, and netcfg's device group (it tags what it makes, by design).
 `diff()` returns one readable line per difference.
@@ -92,6 +94,14 @@ def read(exclude: list[str] = ()) -> dict:
                                              "nexthops") if k in r})
     vlans = {v["ifname"]: v.get("vlans", []) for v in _json("bridge", "-j", "vlan", "show")
              if v.get("ifname") not in skip}
+    remotes = {}
+    for name, link in links.items():
+        if link.get("kind") == "vxlan":
+            entries = [{k: e[k] for k in ("dst", "flags", "state", "vni", "port", "src_vni", "via")
+                        if k in e}
+                       for e in _json("bridge", "-j", "fdb", "show", "dev", name)
+                       if e.get("mac") == "00:00:00:00:00:00"]
+            remotes[name] = sorted(entries, key=lambda r: json.dumps(r, sort_keys=True))
     sysctls = {}
     for family, keys in SYSCTLS.items():
         base = f"/proc/sys/net/{family}/conf"
@@ -106,7 +116,7 @@ def read(exclude: list[str] = ()) -> dict:
                     pass
     return {"links": links, "addresses": addresses,
             "routes": sorted(routes, key=lambda r: json.dumps(r, sort_keys=True)),
-            "vlans": vlans, "sysctls": sysctls}
+            "vlans": vlans, "sysctls": sysctls, "remotes": remotes}
 
 
 def _flat(value, prefix: str = "") -> dict[str, object]:
@@ -162,6 +172,13 @@ def diff(ifupdown2: dict, netcfg: dict, file_text: str = "") -> list[str]:
         if ifupdown2["vlans"].get(name) != netcfg["vlans"].get(name):
             lines.append(f"bridge vlans {name}: ifupdown2 {ifupdown2['vlans'].get(name)}, "
                          f"netcfg {netcfg['vlans'].get(name)}")
+    # Files recorded before remotes were compared have none: nothing to say.
+    ma, mb = ifupdown2.get("remotes", {}), netcfg.get("remotes", {})
+    for name in sorted(set(ma) & set(mb)):
+        a = {json.dumps(r, sort_keys=True) for r in ma[name]}
+        b = {json.dumps(r, sort_keys=True) for r in mb[name]}
+        lines += [f"vxlan {name} remote ifupdown2 only: {r}" for r in sorted(a - b)]
+        lines += [f"vxlan {name} remote netcfg only: {r}" for r in sorted(b - a)]
     sa, sb = ifupdown2["sysctls"], netcfg["sysctls"]
     both = set(a_links) & set(b_links) | {"all"}
     for key in sorted(set(sa) | set(sb)):
