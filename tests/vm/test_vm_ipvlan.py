@@ -11,14 +11,12 @@ deleted by hand is put back by netcfgd.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
+from vm_helpers import netcfgd, ping
 
 from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
@@ -82,15 +80,6 @@ def info(netns: str, dev: str) -> dict:
     return json.loads(out)[0]
 
 
-def ping(netns: str, address: str, tries: int = 10) -> bool:
-    for _ in range(tries):
-        if subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "1", "-W", "1", address],
-                          capture_output=True).returncode == 0:
-            return True
-        time.sleep(0.3)
-    return False
-
-
 @VM_TIER
 def test_ipvlan_check_plan_apply_show_and_recreate(session, tmp_path):
     path = tmp_path / "ipvlan.tmpl"
@@ -134,35 +123,13 @@ def test_netcfgd_puts_back_a_deleted_ipvlan(session, tmp_path):
     etc.mkdir()
     (etc / "ipvlan.tmpl").write_text(config())
     assert apply(model_of(tmp_path, config()), session).verified
-    log = open(tmp_path / "netcfgd.log", "wb")
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
-    notify.bind(str(tmp_path / "notify.sock"))
-    notify.settimeout(180)   # qemu without KVM starts Python slowly
-    daemon = subprocess.Popen([sys.executable, "-m", "netcfgd", "-c", str(etc), "-v"],
-                              stdout=log, stderr=log, cwd="/",
-                              env={**os.environ, "NETCFG_RUN_DIR": str(tmp_path / "run"),
-                                   "NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
-    try:
-        try:
-            while b"READY=1" not in notify.recv(65536):
-                pass
-        except TimeoutError:
-            pytest.fail("netcfgd sent no READY=1:\n" + (tmp_path / "netcfgd.log").read_text())
+    with netcfgd(tmp_path, etc) as daemon:
         subprocess.run(["ip", "-n", "red", "link", "del", "ipv0"], check=True)
-        removed = time.monotonic()
-        while True:
-            assert daemon.poll() is None, (tmp_path / "netcfgd.log").read_text()[-3000:]
+
+        def back():
             shown = subprocess.run(["ip", "-n", "red", "-d", "link", "show", "ipv0"],
                                    capture_output=True, text=True).stdout
-            if "ipvlan" in shown and "UP" in shown:
-                break
-            assert time.monotonic() - removed < 60, \
-                "netcfgd did not put ipv0 back:\n" + (tmp_path / "netcfgd.log").read_text()[-3000:]
-            time.sleep(0.2)
-        print(f"ipv0 put back by netcfgd {time.monotonic() - removed:.2f} s after its deletion")
+            return "ipvlan" in shown and "UP" in shown
+        took = daemon.repairs("ipv0 (deleted)", back)
+        print(f"ipv0 put back by netcfgd {took:.2f} s after its deletion")
         assert ping("red", "192.0.2.2")
-    finally:
-        daemon.terminate()
-        daemon.wait(30)
-        log.close()
-        notify.close()

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
-import socket
 import subprocess
-import sys
 import textwrap
 import time
 
 import pytest
+from vm_helpers import netcfgd, ping
 
 from netcfg.apply.execute import ApplyFailed, apply, revert
 from netcfg.compile.emit import emit_model
@@ -71,16 +69,6 @@ CONFIG = textwrap.dedent("""\
         wireguard-peer ${pub_a} allowed-ips 10.70.0.1/32,fd70::/64 persistent-keepalive 5
         address 10.70.0.2/24
     """)
-
-
-def ping(netns: str, address: str, tries: int = 10) -> bool:
-    assert shutil.which("ping"), "ping is not installed (iputils-ping; make test-vm installs it)"
-    for _ in range(tries):
-        if subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "1", "-W", "1", address],
-                          capture_output=True).returncode == 0:
-            return True
-        time.sleep(0.3)
-    return False
 
 
 @pytest.fixture
@@ -213,32 +201,8 @@ def test_netcfgd_puts_back_a_removed_peer(session, tmp_path, keys):
     config.mkdir()
     (config / "wg.tmpl").write_text(config_text(keys))
     assert apply(compile_text(tmp_path, config_text(keys)), session).verified
-    run_dir = tmp_path / "run"
-    log = open(tmp_path / "netcfgd.log", "wb")
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
-    notify.bind(str(tmp_path / "notify.sock"))
-    notify.settimeout(180)   # qemu without KVM on a loaded host starts Python slowly
-    daemon = subprocess.Popen([sys.executable, "-m", "netcfgd", "-c", str(config), "-v",
-                               "--resync", "2"], stdout=log, stderr=log, cwd="/",
-                              env={**os.environ, "NETCFG_RUN_DIR": str(run_dir),
-                                   "NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
-    try:
-        try:
-            while b"READY=1" not in notify.recv(65536):   # after its first pass
-                pass
-        except TimeoutError:
-            pytest.fail("netcfgd sent no READY=1:\n" + (tmp_path / "netcfgd.log").read_text())
+    with netcfgd(tmp_path, config, "--resync", "2") as daemon:
         session.genl_socket("a").transact(WG_GENL_NAME, [remove_peer("wg0", base64.b64decode(made["b"][1]))])
-        removed = time.monotonic()
-        while not read_device(session, "a").peers:
-            assert daemon.poll() is None, (tmp_path / "netcfgd.log").read_text()[-3000:]
-            assert time.monotonic() - removed < 60, \
-                "netcfgd did not put the peer back:\n" + (tmp_path / "netcfgd.log").read_text()[-3000:]
-            time.sleep(0.2)
-        print(f"peer put back by netcfgd {time.monotonic() - removed:.2f} s after its removal")
+        took = daemon.repairs("the removed peer", lambda: read_device(session, "a").peers)
+        print(f"peer put back by netcfgd {took:.2f} s after its removal")
         assert ping("a", "10.70.0.2")
-    finally:
-        daemon.terminate()
-        daemon.wait(30)
-        log.close()
-        notify.close()

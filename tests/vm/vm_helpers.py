@@ -1,12 +1,17 @@
 """What the VM tests share: netcfgd's standalone target forked into a child
 process (a fresh interpreter takes a minute to start under TCG; a fork starts
-warm), its SIGTERM stop, and polling with the VM tier's patience."""
+warm), its SIGTERM stop, polling with the VM tier's patience, and netcfgd
+itself run on a config until it has repaired what a test broke."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 import signal
+import socket
+import subprocess
 import sys
 import time
 import traceback
@@ -62,3 +67,61 @@ def terminate(pid: int, who: str, grace_s: float = 60) -> int:
             os.waitpid(pid, 0)
             raise AssertionError(f"{who} ignored SIGTERM for {grace_s:g} s")
         time.sleep(0.2)
+
+
+def ping(netns: str, address: str, tries: int = 10) -> bool:
+    """Whether ``address`` answers a ping from the namespace ``netns``."""
+    assert shutil.which("ping"), "ping is not installed (iputils-ping; make test-vm installs it)"
+    for _ in range(tries):
+        if subprocess.run(["ip", "netns", "exec", netns, "ping", "-c", "1", "-W", "1", address],
+                          capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.3)
+    return False
+
+
+class Netcfgd:
+    """netcfgd running on a config (``netcfgd()``), and its log."""
+
+    def __init__(self, proc: subprocess.Popen, log: Path):
+        self.proc = proc
+        self.log = log
+
+    def repairs(self, what: str, repaired, timeout: float = 60) -> float:
+        """Seconds until ``repaired()`` is true, netcfgd running all along;
+        AssertionError with the end of its log otherwise."""
+        start = time.monotonic()
+
+        def probe():
+            assert self.proc.poll() is None, self.log.read_text()[-3000:]
+            return repaired()
+        try:
+            wait_for(f"netcfgd to repair {what}", probe, timeout, step=0.2)
+        except AssertionError as failed:
+            raise AssertionError(f"{failed}:\n{self.log.read_text()[-3000:]}") from None
+        return time.monotonic() - start
+
+
+@contextlib.contextmanager
+def netcfgd(tmp_path: Path, config: Path, *args: str):
+    """`netcfgd -c config -v ARGS` (run dir and log under ``tmp_path``) once
+    it has said READY=1 (after its first pass); terminated on the way out."""
+    log_path = tmp_path / "netcfgd.log"
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    notify.bind(str(tmp_path / "notify.sock"))
+    notify.settimeout(180)   # qemu without KVM on a loaded host starts Python slowly
+    with notify, open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "netcfgd", "-c", str(config), "-v", *args],
+                                stdout=log, stderr=log, cwd="/",
+                                env={**os.environ, "NETCFG_RUN_DIR": str(tmp_path / "run"),
+                                     "NOTIFY_SOCKET": str(tmp_path / "notify.sock")})
+        try:
+            try:
+                while b"READY=1" not in notify.recv(65536):
+                    pass
+            except TimeoutError:
+                raise AssertionError("netcfgd sent no READY=1:\n" + log_path.read_text()) from None
+            yield Netcfgd(proc, log_path)
+        finally:
+            proc.terminate()
+            proc.wait(30)
