@@ -96,6 +96,26 @@ def _bridge_port_forms(model: Model, report: Report) -> None:
                     continue
                 if attribute not in port.attrs:
                     port.attrs[attribute], port.locs[attribute] = port_value, loc
+    _vxlan_learning_follows_port(model)
+
+
+def _vxlan_learning_follows_port(model: Model) -> None:
+    """A VXLAN port's own learning follows its bridge-learning unless the
+    file writes vxlan-learning (ifupdown2 addons/bridge.py
+    sync_bridge_learning_to_vxlan_brport): `bridge-learning off` on an EVPN
+    port also stops the vxlan learning remotes from the data plane."""
+    for (netns, name), bridge in model.masters.items():
+        port = model.interfaces.get((netns, name))
+        if port is None or port.kind != "vxlan" or "bridge-learning" not in port.attrs \
+                or VXLAN_LEARNING in port.attrs:
+            continue
+        master = model.interfaces.get(bridge)
+        if master is not None and master.kind == "bridge":
+            port.attrs[VXLAN_LEARNING] = port.attrs["bridge-learning"]
+            port.locs[VXLAN_LEARNING] = port.where("bridge-learning")
+
+
+VXLAN_LEARNING = "vxlan-learning"
 
 
 def _text(value) -> str:

@@ -102,3 +102,41 @@ def test_port_options_on_the_bridge_reach_each_port(session, tmp_path):
     changed = apply(model_of(ON_BRIDGE.replace("v0=40", "v0=45"), tmp_path), session)
     assert changed.verified and changed.requests > 0
     assert port_data("v0")["cost"] == 45
+
+
+VXLAN_PORT = textwrap.dedent("""\
+    auto vx10
+    iface vx10
+        vxlan-id 10
+        vxlan-local-tunnelip 192.0.2.10
+
+    auto vx20
+    iface vx20
+        vxlan-id 20
+        vxlan-local-tunnelip 192.0.2.10
+        vxlan-learning yes
+
+    auto br2
+    iface br2
+        bridge-ports vx10 vx20
+        bridge-learning vx10=off vx20=off
+    """)
+
+
+def test_a_vxlan_ports_learning_follows_its_bridge_learning(session, tmp_path):
+    """ifupdown2's sync_bridge_learning_to_vxlan_brport: vx10's vxlan
+    learning goes off with its port learning; vx20 writes its own."""
+    result = apply(model_of(VXLAN_PORT, tmp_path), session)
+    assert result.verified
+
+    def info(dev: str) -> dict:
+        out = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", dev], check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out)[0]["linkinfo"]
+
+    vx10, vx20 = info("vx10"), info("vx20")
+    assert vx10["info_slave_data"]["learning"] is False
+    assert vx10["info_data"]["learning"] is False
+    assert vx20["info_slave_data"]["learning"] is False
+    assert vx20["info_data"]["learning"] is True
+    assert apply(model_of(VXLAN_PORT, tmp_path), session).requests == 0

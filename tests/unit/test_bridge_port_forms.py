@@ -210,3 +210,27 @@ def test_l2protocols_this_kernel_cannot_forward_are_refused_at_the_line(tmp_path
         """)
     assert len(found) == 1 and ":6: error: swp1: bridge-l2protocol-tunnel" in found[0]
     assert said in found[0]
+
+
+def test_a_vxlan_ports_learning_follows_its_bridge_learning_unless_written(tmp_path):
+    result = compiled(tmp_path, """\
+        auto vx10
+        iface vx10
+            vxlan-id 10
+            bridge-learning off
+        auto vx20
+        iface vx20
+            vxlan-id 20
+            vxlan-learning yes
+        auto vx30
+        iface vx30
+            vxlan-id 30
+        auto br0
+        iface br0
+            bridge-ports vx10 vx20 vx30
+            bridge-learning vx20=off
+        """)
+    attrs = {name: obj.attrs for (_, name), obj in result.model.interfaces.items()}
+    assert attrs["vx10"]["vxlan-learning"] is False
+    assert attrs["vx20"]["vxlan-learning"] is True and attrs["vx20"]["bridge-learning"] is False
+    assert "vxlan-learning" not in attrs["vx30"]
