@@ -29,6 +29,10 @@ CLIENT_ERR = "fleet-apply.err"
 # verified, with or without netcfgd: the change is now on trial.
 ON_TRIAL_MARK = "run 'netcfg confirm' within"
 
+# The options every module takes to find netcfg on the host, documented once
+# in doc_fragments/netcfg.py.
+COMMON_ARGS = dict(executable=dict(type="path"), run_dir=dict(type="path"))
+
 EXIT_OK = 0
 EXIT_INVALID_OR_NOT_WAITING = 1
 EXIT_REVERTED = 3

@@ -57,19 +57,12 @@ options:
       - It must cover the probes and the confirmation of the whole batch.
     type: float
     default: 120
-  executable:
-    description:
-      - Path of the C(netcfg) command on the host (default C(netcfg) on PATH, else the
-        one next to the remote Python).
-    type: path
-  run_dir:
-    description:
-      - netcfg's run directory (default C($NETCFG_RUN_DIR), else C(/run/netcfg)).
-    type: path
   files:
     description:
       - Internal, set by the action plugin from O(src); do not set it.
     type: dict
+extends_documentation_fragment:
+  - netcfg.fleet.netcfg
 attributes:
   check_mode:
     support: full
@@ -144,9 +137,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.netcfg.fleet.plugins.module_utils.netcfg_cli import (
-    CLIENT_ERR, CLIENT_OUT, ON_TRIAL_MARK, drop_record, load_json, netcfg_executable,
-    plan_text, process_alive, promote, read_record, run_dir, run_netcfg, staged_path,
-    write_record)
+    CLIENT_ERR, CLIENT_OUT, COMMON_ARGS, ON_TRIAL_MARK, drop_record, load_json,
+    netcfg_executable, plan_text, process_alive, promote, read_record, run_dir, run_netcfg,
+    staged_path, write_record)
 
 # How long the module waits for `netcfg apply --confirm` to say the change is
 # in (compile, apply, verify); a config that takes longer still applies, and
@@ -234,9 +227,8 @@ def main():
             vars=dict(type="dict", default={}),
             dest=dict(type="path", default="/etc/netcfg"),
             confirm_timeout=dict(type="float", default=120),
-            executable=dict(type="path"),
-            run_dir=dict(type="path"),
             files=dict(type="dict"),
+            **COMMON_ARGS
         ),
         supports_check_mode=True,
     )

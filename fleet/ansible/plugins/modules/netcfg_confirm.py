@@ -36,12 +36,8 @@ options:
     description: Seconds to wait for the waiting C(netcfg apply) to finish and report.
     type: float
     default: 60
-  executable:
-    description: Path of the C(netcfg) command on the host (default C(netcfg) on PATH).
-    type: path
-  run_dir:
-    description: netcfg's run directory (default C($NETCFG_RUN_DIR), else C(/run/netcfg)).
-    type: path
+extends_documentation_fragment:
+  - netcfg.fleet.netcfg
 attributes:
   check_mode:
     support: full
@@ -89,8 +85,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.netcfg.fleet.plugins.module_utils.netcfg_cli import (
-    CLIENT_ERR, CLIENT_OUT, EXIT_INVALID_OR_NOT_WAITING, drop_record, netcfg_executable,
-    process_alive, promote, read_record, run_dir, run_netcfg, write_record)
+    CLIENT_ERR, CLIENT_OUT, COMMON_ARGS, EXIT_INVALID_OR_NOT_WAITING, drop_record,
+    netcfg_executable, process_alive, promote, read_record, run_dir, run_netcfg, write_record)
 
 
 def client_output(module):
@@ -126,8 +122,7 @@ def main():
         argument_spec=dict(
             state=dict(type="str", choices=["confirmed", "reverted"], default="confirmed"),
             wait=dict(type="float", default=60),
-            executable=dict(type="path"),
-            run_dir=dict(type="path"),
+            **COMMON_ARGS
         ),
         supports_check_mode=True,
     )

@@ -20,13 +20,8 @@ description:
     no managed namespace is failing or has drift.
 author:
   - netcfg developers
-options:
-  executable:
-    description: Path of the C(netcfg) command on the host (default C(netcfg) on PATH).
-    type: path
-  run_dir:
-    description: netcfg's run directory (default C($NETCFG_RUN_DIR), else C(/run/netcfg)).
-    type: path
+extends_documentation_fragment:
+  - netcfg.fleet.netcfg
 attributes:
   check_mode:
     support: full
@@ -79,7 +74,7 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.netcfg.fleet.plugins.module_utils.netcfg_cli import (
-    load_json, netcfg_executable, run_netcfg)
+    COMMON_ARGS, load_json, netcfg_executable, run_netcfg)
 
 
 def problems_of(status):
@@ -99,7 +94,7 @@ def problems_of(status):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(executable=dict(type="path"), run_dir=dict(type="path")),
+        argument_spec=dict(COMMON_ARGS),
         supports_check_mode=True,
     )
     rc, out, err = run_netcfg(module, netcfg_executable(module), "status", "--json")
