@@ -142,7 +142,7 @@ vm-deps: venv
 	$(call apt_install,$(VM_PACKAGES),for the VM tier)
 	@$(VENV)/bin/vng --version >/dev/null 2>&1 || $(PY) -m pip install -q virtme-ng
 
-test-vm: vm-deps iscsi-initiator
+test-vm: vm-deps iscsi-initiator ovs-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "test-vm: skipped (needs root)"; exit 0; fi; \
 	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 1800 vng --run $$kernel --disable-kvm \

@@ -1,9 +1,8 @@
 """Open vSwitch bridges and ports applied through OVSDB, against the real daemons.
 
-Debian's ovsdb-server and ovs-vswitchd, unpacked into .cache/openvswitch by
-`make ovs-deps` and never installed, run inside the sandbox with their
-database, sockets and logs in a temporary directory (OVS_RUNDIR and friends:
-nothing under the host's /run or /etc). The host kernel may lack the
+Debian's ovsdb-server and ovs-vswitchd run inside the sandbox
+(tests/ovs_env.py: unpacked by `make ovs-deps`, never installed, their files
+in a temporary directory). The host kernel may lack the
 openvswitch module, so the bridges use the userspace datapath
 (datapath_type=netdev): ovs-vswitchd makes tap devices for the bridge and
 its internal ports. What netcfg wrote is read back with ovs-vsctl, a peer
@@ -13,90 +12,24 @@ that shares no code with netcfg, and the devices with iproute2.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import textwrap
-import time
-from pathlib import Path
 
 import pytest
+from ovs_env import needs_ovs, run_openvswitch
 
 from netcfg.apply.execute import apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.ovsdb import OvsdbUnavailable
 
-ROOT = Path(__file__).resolve().parents[2]
-OVS = ROOT / ".cache" / "openvswitch"
-LIBS = OVS / "usr" / "lib" / "x86_64-linux-gnu"
-
-pytestmark = pytest.mark.skipif(
-    not (OVS / "usr" / "sbin" / "ovsdb-server").exists(),
-    reason="Open vSwitch is not unpacked: make ovs-deps")
-
-
-def _env(rundir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(OVS_RUNDIR=str(rundir), OVS_DBDIR=str(rundir), OVS_LOGDIR=str(rundir),
-               OVS_SYSCONFDIR=str(rundir), OVS_PKGDATADIR=str(OVS / "usr/share/openvswitch"),
-               LD_LIBRARY_PATH=str(LIBS))
-    return env
+pytestmark = needs_ovs
+DEVICES = ("eth0", "eth0p", "z_myzone", "vmbr0", "sv_myzone", "tap100i0", "ovs-netdev")
 
 
 @pytest.fixture
 def openvswitch(tmp_path, monkeypatch):
-    """ovsdb-server and ovs-vswitchd in tmp_path; vsctl(*args) runs ovs-vsctl on them."""
-    rundir = tmp_path / "ovs"
-    rundir.mkdir()
-    env = _env(rundir)
-    db = rundir / "conf.db"
-
-    def run(*cmd: str) -> str:
-        return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True,
-                              timeout=30).stdout
-
-    run(str(OVS / "usr/bin/ovsdb-tool"), "create", str(db),
-        str(OVS / "usr/share/openvswitch/vswitch.ovsschema"))
-    run(str(OVS / "usr/sbin/ovsdb-server"), str(db), f"--remote=punix:{rundir}/db.sock",
-        f"--pidfile={rundir}/ovsdb-server.pid", "--detach", f"--log-file={rundir}/db.log")
-    pids = [rundir / "ovsdb-server.pid"]
-    try:
-        run(str(OVS / "usr/bin/ovs-vsctl"), "--no-wait", "init")
-        run(str(OVS / "usr/lib/openvswitch-switch/ovs-vswitchd"), f"unix:{rundir}/db.sock",
-            f"--pidfile={rundir}/ovs-vswitchd.pid", "--detach",
-            f"--log-file={rundir}/vswitchd.log")
-        pids.append(rundir / "ovs-vswitchd.pid")
-        monkeypatch.setenv("OVS_RUNDIR", str(rundir))
-
-        def vsctl(*args: str) -> str:
-            return run(str(OVS / "usr/bin/ovs-vsctl"), "--timeout=20", *args).strip()
-
+    with run_openvswitch(tmp_path / "ovs", monkeypatch, DEVICES) as vsctl:
         yield vsctl
-    finally:
-        for pidfile in reversed(pids):
-            _stop(pidfile)
-        # ovs-vswitchd leaves its tap devices behind when stopped.
-        for dev in ("eth0", "z_myzone", "vmbr0", "sv_myzone", "tap100i0", "ovs-netdev"):
-            subprocess.run(["ip", "link", "del", dev], capture_output=True)
-
-
-def _stop(pidfile: Path) -> None:
-    """Stop a daemon these tests started, by the pid it wrote."""
-    try:
-        pid = int(pidfile.read_text())
-    except (OSError, ValueError):
-        return
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
 
 
 def model_of(text: str, tmp_path):
