@@ -274,12 +274,17 @@ class _Parser:
             )
             return []
         elif keyword == "vlan":
-            # ifupdown2's `vlan BRIDGE.VID` stanza holds per-VLAN bridge settings
-            # (IGMP querier, ...); its body is swallowed with the error.
+            # ifupdown2's `vlan BRIDGE.VID` stanza has one attribute,
+            # bridge-igmp-querier-src (addons/bridgevlan.py), which it sets with
+            # `brctl setmcqv4src`: Cumulus Linux's brctl and kernel only (Debian's
+            # bridge-utils has no such command, upstream no per-VLAN querier
+            # source). Its body is swallowed with the error.
             self.report.error(
                 loc,
-                "'vlan' stanzas (per-VLAN bridge settings) are not supported; VLANs of a "
-                "VLAN-aware bridge are set with bridge-vids and bridge-access",
+                "'vlan' stanzas (per-VLAN bridge settings) are not supported: their one "
+                "setting, bridge-igmp-querier-src, is Cumulus Linux's (ifupdown2 runs "
+                "'brctl setmcqv4src', which Debian's brctl and upstream Linux lack); VLANs "
+                "of a VLAN-aware bridge are set with bridge-vids and bridge-access",
                 "vlan",
             )
             return []
