@@ -83,6 +83,8 @@ def _bridge_port_forms(model: Model, report: Report) -> None:
             by_name = {p.name: p for p in ports if p is not None}
             for name, port_value in value.items():
                 port = by_name.get(name)
+                if port is None and name in bridge.attrs.get("bridge-ports", ()):
+                    continue   # a port that does not resolve: reported as dangling
                 if port is None:
                     listed = " ".join(bridge.attrs.get("bridge-ports", ())) or "none"
                     report.error(loc, f"{bridge.label()}: {attribute} names {name}, which is not "

@@ -234,3 +234,15 @@ def test_a_vxlan_ports_learning_follows_its_bridge_learning_unless_written(tmp_p
     assert attrs["vx10"]["vxlan-learning"] is False
     assert attrs["vx20"]["vxlan-learning"] is True and attrs["vx20"]["bridge-learning"] is False
     assert "vxlan-learning" not in attrs["vx30"]
+
+
+def test_a_port_that_does_not_resolve_is_said_once(tmp_path):
+    found = errors(tmp_path, """\
+        netns t1
+        auto br0
+        iface br0
+            netns t1
+            bridge-ports swp1
+            bridge-pathcosts swp1=4
+        """)
+    assert len(found) == 1 and "bridge-ports names swp1, which is not declared" in found[0]
