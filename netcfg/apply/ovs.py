@@ -3,8 +3,8 @@
 - ``read_into(view, kernel, desired, session)``: the bridges and ports of
   ovs-vswitchd's database (kernel/ovsdb.py) become objects of kind ``ovs`` in
   the model the diff compares, on top of what netlink read of their devices
-  (addresses, up, MTU stay the kernel's). Only rows the config names, or
-  rows netcfg made (external_ids:netcfg=1), are compared: a bridge that
+  (addresses, up, MTU stay the kernel's). Only rows the config writes as
+  OVS objects, or rows netcfg made (external_ids:netcfg=1), are compared: a bridge that
   ifupdown2 made on a Proxmox host and the config names is taken over as it
   is, a VM's tap port that qemu-server added is never touched.
 - ``execute(ops, session)``: one batch's ovs-* operations, one transaction.
@@ -50,7 +50,10 @@ def read_into(view: Model, kernel: Model, desired: Model, session: KernelSession
     rows = client(session).rows()
     for name, row in rows.items():
         key = (ROOT_NETNS, name)
-        if key not in desired.interfaces and not row.owned:
+        if key not in wanted and not row.owned:
+            # Another's row, which the config does not write as OVS: not
+            # compared, so never changed or deleted (a config that names
+            # vmbr0 without ovs-type does not remove Proxmox's bridge).
             continue
         base = view.interfaces.get(key) or kernel.interfaces.get(key)
         attrs = dict(base.attrs) if base is not None else {}

@@ -44,7 +44,11 @@ def explain(failure: Exception, wanted: Model) -> str:
     """``failure`` located at the config line of the object it was about, when
     it is a kernel refusal of an operation on an object ``wanted`` holds."""
     if not isinstance(failure, Refused):
-        return str(failure)
+        # An error about one operation that is not netlink's (ovs-vswitchd's
+        # Interface.error, kernel/ovsdb.py): located at its stanza.
+        op = getattr(failure, "op", None)
+        obj = wanted.interfaces.get((op.netns, op.name)) if op is not None else None
+        return f"{obj.loc}: error: {obj.label()}: {failure}" if obj is not None else str(failure)
     op = failure.op
     obj = wanted.interfaces.get((op.netns, op.name))
     if obj is None:

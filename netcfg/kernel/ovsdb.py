@@ -53,10 +53,15 @@ class OvsdbUnavailable(NetcfgError):
 
 
 class OvsdbError(NetcfgError):
-    """OVSDB or ovs-vswitchd refused a change (the apply is reverted)."""
+    """OVSDB or ovs-vswitchd refused a change (the apply is reverted); ``op``,
+    when one operation is to blame, locates it (apply/refusal.py)."""
 
     exit_code = EXIT_APPLY_FAILED_REVERTED
     retryable = False
+
+    def __init__(self, message: str, op: Operation | None = None):
+        super().__init__(message)
+        self.op = op
 
 
 @dataclass(frozen=True)
@@ -363,4 +368,4 @@ class OvsdbClient:
             error = _first(iface.error) if iface is not None else "no Interface row"
             if error:
                 op = next(o for o in ops if o.name == name)
-                raise OvsdbError(f"{op.describe()}: ovs-vswitchd: {error}")
+                raise OvsdbError(f"{op.describe()[2:]}: ovs-vswitchd: {error}", op)

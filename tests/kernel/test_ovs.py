@@ -18,7 +18,7 @@ import textwrap
 import pytest
 from ovs_env import needs_ovs, run_openvswitch
 
-from netcfg.apply.execute import apply
+from netcfg.apply.execute import ApplyFailed, apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.ovsdb import OvsdbUnavailable
 
@@ -166,3 +166,27 @@ def test_without_ovsdb_server_apply_names_the_daemon_and_changes_nothing(session
     assert "openvswitch-switch" in str(failure.value)
     assert "nothing was changed" in str(failure.value)
     assert ip_json("link", "show") == before
+
+
+def test_a_port_whose_device_is_missing_fails_at_apply_and_is_reverted(openvswitch, session,
+                                                                       tmp_path):
+    """check cannot know which NICs a host has: ovs-vswitchd's Interface.error
+    fails the apply, and the revert takes the rows back out."""
+    vsctl = openvswitch
+    subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"],
+                   check=True)
+    apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    missing = textwrap.dedent(PROXMOX.replace("TAG", "10")).replace(
+        "ovs_ports eth0 sv_myzone", "ovs_ports eth0 sv_myzone eth9") + textwrap.dedent("""
+        auto eth9
+        iface eth9 inet manual
+            ovs_type OVSPort
+            ovs_bridge vmbr0
+        """)
+    with pytest.raises(ApplyFailed) as failure:
+        apply(model_of(missing, tmp_path), session)
+    # Located at the stanza of the port, with ovs-vswitchd's reason.
+    assert ("interfaces:25: error: eth9: ovs-add eth9 ovs-type=OVSPort ovs-bridge=vmbr0: "
+            "ovs-vswitchd: could not open network device eth9") in str(failure.value)
+    assert "previous state was restored" in str(failure.value)
+    assert sorted(vsctl("list-ports", "vmbr0").split()) == ["eth0", "sv_myzone"]
