@@ -22,7 +22,7 @@ import os
 
 from netcfg.kernel.ovsdb import OvsdbClient
 from netcfg.kernel.session import KernelSession
-from netcfg.kinds.ovs import BRIDGE, KIND_NAME, OPTIONS, TYPE, format_options
+from netcfg.kinds.ovs import BRIDGE, KIND_NAME, MTU, OPTIONS, TYPE, format_options
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.plan.ops import Operation
 from netcfg.plan.ovs import ovs_objects
@@ -62,6 +62,8 @@ def read_into(view: Model, kernel: Model, desired: Model, session: KernelSession
             attrs[BRIDGE] = row.bridge
         if row.options:
             attrs[OPTIONS] = format_options(row.options)
+        if row.mtu:
+            attrs[MTU] = row.mtu
         if base is not None:
             obj = dataclasses.replace(base, kind=KIND_NAME, attrs=attrs)
         else:   # a row whose device ovs-vswitchd has not made (or could not)

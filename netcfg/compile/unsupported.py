@@ -53,9 +53,9 @@ PREFIXES = (
     ("batman-", DAEMON.format(daemon="batctl (B.A.T.M.A.N. mesh setup)")
      + "; ifupdown2's batman_adv addon configures the mesh through it"),
     ("clag", DAEMON.format(daemon="clagd (Cumulus's MLAG daemon)")),
-    ("ovs-", "netcfg writes Open vSwitch's database with ovs-type, ovs-bridge, ovs-ports "
-             "and ovs-options only (docs/ovs.md); ovs-extra (ovs-vsctl commands), ovs-mtu "
-             "(write mtu), ovs-bonds and tunnel or patch settings are not supported"),
+    ("ovs-", "netcfg writes Open vSwitch's database with ovs-type, ovs-bridge, ovs-ports, "
+             "ovs-options and ovs-mtu only (docs/ovs.md); ovs-extra (ovs-vsctl commands), "
+             "ovs-bonds and tunnel or patch settings are not supported"),
 )
 
 

@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from netcfg.kinds.ovs import (BRIDGE, BRIDGE_COLUMNS, OPTIONS, OVS_BRIDGE, OVS_INTPORT, OVS_PORT,
-                              PORT_COLUMNS, TYPE, parse_options)
+from netcfg.kinds.ovs import (BRIDGE, BRIDGE_COLUMNS, MTU, OPTIONS, OVS_BRIDGE, OVS_INTPORT,
+                              OVS_PORT, PORT_COLUMNS, TYPE, parse_options)
 from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
 from netcfg.plan.ops import OVS_ADD, OVS_DEL, OVS_SET, Operation
 
@@ -40,7 +40,7 @@ _COLUMNS = {
     "Bridge": ["name", "ports", "external_ids", "datapath_type", "fail_mode", "stp_enable",
                "rstp_enable", "mcast_snooping_enable"],
     "Port": ["name", "interfaces", "external_ids", "tag", "vlan_mode", "trunks", "other_config"],
-    "Interface": ["name", "type", "error", "ifindex"],
+    "Interface": ["name", "type", "error", "ifindex", "mtu_request"],
 }
 _BOOLEAN_COLUMNS = ("stp_enable", "rstp_enable", "mcast_snooping_enable")
 
@@ -73,6 +73,7 @@ class OvsRow:
     bridge: str = ""                     # a port's bridge
     options: dict[str, str] = field(default_factory=dict, compare=False)
     owned: bool = False
+    mtu: int | None = None               # its interface's mtu_request (ovs-mtu)
 
 
 def _first(value: Any) -> Any:
@@ -198,7 +199,9 @@ class OvsdbClient:
         out: dict[str, OvsRow] = {}
         for bridge in idl.tables["Bridge"].rows.values():
             owned = bridge.external_ids.get(OWNER_KEY) == "1"
-            out[bridge.name] = OvsRow(bridge.name, OVS_BRIDGE, "", _bridge_options(bridge), owned)
+            own = [i for p in bridge.ports if p.name == bridge.name for i in p.interfaces]
+            out[bridge.name] = OvsRow(bridge.name, OVS_BRIDGE, "", _bridge_options(bridge), owned,
+                                      _first(own[0].mtu_request) if own else None)
             for port in bridge.ports:
                 if port.name == bridge.name:
                     continue     # the bridge's own internal port
@@ -211,8 +214,10 @@ class OvsdbClient:
                     ovs_type = OVS_PORT
                 else:
                     ovs_type = f"type {types.pop()}"
+                mtu = _first(port.interfaces[0].mtu_request) if len(port.interfaces) == 1 \
+                    else None
                 out[port.name] = OvsRow(port.name, ovs_type, bridge.name, _port_options(port),
-                                        port.external_ids.get(OWNER_KEY) == "1")
+                                        port.external_ids.get(OWNER_KEY) == "1", mtu)
         return out
 
     # -- writing
@@ -250,6 +255,7 @@ class OvsdbClient:
         """The operations written into ``txn``; returns the names of added rows."""
         bridges = {r.name: r for r in idl.tables["Bridge"].rows.values()}
         ports = {p.name: (b, p) for b in bridges.values() for p in b.ports}
+        interfaces = {i.name: i for i in idl.tables["Interface"].rows.values()}
         added: list[str] = []
         new_bridges: dict[str, Any] = {}
         for op in sorted(ops, key=lambda o: (o.action != OVS_DEL, o.params.get(TYPE) != OVS_BRIDGE)):
@@ -263,7 +269,8 @@ class OvsdbClient:
                     bridge, port = ports[op.name]
                     bridge.delvalue("ports", port)
             elif op.action == OVS_ADD and kind == OVS_BRIDGE:
-                port = self._insert_port(txn, idl, op.name, "internal", owned=False)
+                port = self._insert_port(txn, idl, op.name, "internal", owned=False,
+                                         mtu=op.params.get(MTU))
                 bridge = txn.insert(idl.tables["Bridge"])
                 bridge.name = op.name
                 bridge.ports = [port]
@@ -274,7 +281,8 @@ class OvsdbClient:
                 added.append(op.name)
             elif op.action == OVS_ADD:
                 port = self._insert_port(txn, idl, op.name,
-                                         "internal" if kind == OVS_INTPORT else "", owned=True)
+                                         "internal" if kind == OVS_INTPORT else "", owned=True,
+                                         mtu=op.params.get(MTU))
                 self._set_options(port, PORT_COLUMNS, options or {}, fresh=True)
                 self._bridge(op, bridges, new_bridges).addvalue("ports", port)
                 added.append(op.name)
@@ -285,6 +293,12 @@ class OvsdbClient:
                 if options is not None:
                     self._set_options(row, BRIDGE_COLUMNS if kind == OVS_BRIDGE else PORT_COLUMNS,
                                       options, fresh=False)
+                if MTU in op.params:
+                    iface = interfaces.get(op.name)
+                    if iface is None:
+                        raise OvsdbError(f"{op.describe()}: Open vSwitch has no interface "
+                                         f"{op.name}", op)
+                    iface.mtu_request = [op.params[MTU]] if op.params[MTU] else []
                 if BRIDGE in op.params and kind != OVS_BRIDGE:
                     old, _ = ports[op.name]
                     old.delvalue("ports", row)
@@ -299,10 +313,13 @@ class OvsdbClient:
         return row
 
     @staticmethod
-    def _insert_port(txn: Any, idl: Any, name: str, iface_type: str, owned: bool) -> Any:
+    def _insert_port(txn: Any, idl: Any, name: str, iface_type: str, owned: bool,
+                     mtu: int | None = None) -> Any:
         iface = txn.insert(idl.tables["Interface"])
         iface.name = name
         iface.type = iface_type
+        if mtu:
+            iface.mtu_request = [mtu]
         port = txn.insert(idl.tables["Port"])
         port.name = name
         port.interfaces = [iface]

@@ -43,7 +43,8 @@ from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 
 KIND_NAME = "ovs"
 TYPE, BRIDGE, PORTS, OPTIONS = "ovs-type", "ovs-bridge", "ovs-ports", "ovs-options"
-OVS_ATTRIBUTES = (TYPE, BRIDGE, PORTS, OPTIONS)
+MTU = "ovs-mtu"
+OVS_ATTRIBUTES = (TYPE, BRIDGE, PORTS, OPTIONS, MTU)
 OVS_BRIDGE, OVS_PORT, OVS_INTPORT = "OVSBridge", "OVSPort", "OVSIntPort"
 SUPPORTED_TYPES = (OVS_BRIDGE, OVS_PORT, OVS_INTPORT)
 # ifupdown2's other types, refused with what is missing.
@@ -186,6 +187,10 @@ class Ovs(Kind):
                 report.error(obj.where(TYPE), f"{obj.label()}: an {ovs_type} needs "
                                               f"'ovs-bridge BRIDGE', the OVS bridge it is on",
                              BRIDGE)
+        if MTU in obj.attrs and "mtu" in obj.attrs:
+            report.error(obj.where("mtu"), f"{obj.label()}: mtu and ovs-mtu both set the "
+                                           f"device's MTU (ovs-vswitchd would undo mtu); "
+                                           f"write one of them", "mtu")
         if obj.netns != ROOT_NETNS:
             report.error(obj.where(TYPE), f"{obj.label()}: Open vSwitch devices are in the "
                                           f"host's namespace (ovs-vswitchd's); move the "

@@ -9,6 +9,7 @@ device) is never compared or removed.
 
     ovs-add NAME ovs-type=OVSIntPort ovs-bridge=vmbr0 ovs-options=tag=10
     ovs-set NAME ovs-options=...     (the whole option set: a left-out column is cleared)
+    ovs-set NAME ovs-mtu=9000        (ovs-mtu= clears it)
     ovs-del NAME ovs-type=OVSPort ovs-bridge=vmbr0
 
 A bridge's ovs-ports is not compared: a port joins the bridge its own
@@ -17,7 +18,7 @@ A bridge's ovs-ports is not compared: a port joins the bridge its own
 
 from __future__ import annotations
 
-from netcfg.kinds.ovs import BRIDGE, KIND_NAME, OPTIONS, TYPE, role
+from netcfg.kinds.ovs import BRIDGE, KIND_NAME, MTU, OPTIONS, TYPE, role
 from netcfg.model.model import ConfigObject, Model
 from netcfg.plan.ops import OVS_ADD, OVS_DEL, OVS_SET, Operation
 
@@ -26,12 +27,14 @@ def ovs_objects(model: Model) -> dict[tuple[str, str], ConfigObject]:
     return {key: obj for key, obj in model.interfaces.items() if obj.kind == KIND_NAME}
 
 
-def _params(obj: ConfigObject) -> dict[str, str]:
-    params = {TYPE: role(obj)}
+def _params(obj: ConfigObject) -> dict[str, str | int]:
+    params: dict[str, str | int] = {TYPE: role(obj)}
     if BRIDGE in obj.attrs:
         params[BRIDGE] = obj.attrs[BRIDGE]
     if obj.attrs.get(OPTIONS):
         params[OPTIONS] = obj.attrs[OPTIONS]
+    if obj.attrs.get(MTU):
+        params[MTU] = obj.attrs[MTU]
     return params
 
 
@@ -44,11 +47,13 @@ def ovs_operations(desired: Model, current: Model) -> list[Operation]:
     for key, obj in want.items():
         cur = have.get(key)
         if cur is not None and role(cur) == role(obj):
-            changed: dict[str, str] = {}
+            changed: dict[str, str | int] = {}
             if obj.attrs.get(BRIDGE) != cur.attrs.get(BRIDGE):
                 changed[BRIDGE] = obj.attrs[BRIDGE]
             if obj.attrs.get(OPTIONS, "") != cur.attrs.get(OPTIONS, ""):
                 changed[OPTIONS] = obj.attrs.get(OPTIONS, "")
+            if obj.attrs.get(MTU) != cur.attrs.get(MTU):
+                changed[MTU] = obj.attrs.get(MTU, "")   # "": cleared, OVS's default
             if changed:
                 ops.append(Operation(OVS_SET, key[0], key[1],
                                      params={TYPE: role(obj), **changed}))

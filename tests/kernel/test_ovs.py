@@ -190,3 +190,27 @@ def test_a_port_whose_device_is_missing_fails_at_apply_and_is_reverted(openvswit
             "ovs-vswitchd: could not open network device eth9") in str(failure.value)
     assert "previous state was restored" in str(failure.value)
     assert sorted(vsctl("list-ports", "vmbr0").split()) == ["eth0", "sv_myzone"]
+
+
+def test_ovs_mtu_is_the_interfaces_mtu_request(openvswitch, session, tmp_path):
+    vsctl = openvswitch
+    subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"],
+                   check=True)
+    config = textwrap.dedent(PROXMOX).replace("TAG", "10").replace(
+        "ovs_options datapath_type=netdev", "ovs_options datapath_type=netdev\n    ovs_mtu 1600"
+    ).replace("ovs_bridge vmbr0\n    ovs_options vlan",
+              "ovs_bridge vmbr0\n    ovs_mtu 1400\n    ovs_options vlan")
+    assert config.count("ovs_mtu") == 2
+    first = apply(model_of(config, tmp_path), session)
+    assert first.verified
+    assert vsctl("get", "Interface", "vmbr0", "mtu_request") == "1600"
+    assert vsctl("get", "Interface", "sv_myzone", "mtu_request") == "1400"
+    # ovs-vswitchd set the devices' MTU (iproute2 reads it back).
+    assert ip_json("link", "show", "dev", "sv_myzone")[0]["mtu"] == 1400
+    assert ip_json("link", "show", "dev", "vmbr0")[0]["mtu"] == 1600
+    assert apply(model_of(config, tmp_path), session).requests == 0
+    # Left out: cleared, as ifupdown2 clears mtu_request before setting it.
+    cleared = apply(model_of(config.replace("    ovs_mtu 1400\n", ""), tmp_path), session)
+    assert [op.describe() for op in cleared.plan.operations] == [
+        "~ ovs-set sv_myzone ovs-type=OVSIntPort ovs-mtu="]
+    assert vsctl("get", "Interface", "sv_myzone", "mtu_request") == "[]"
