@@ -90,8 +90,11 @@ $(OPEN_ISCSI_DIR)/.stamp:
 iscsi-initiator: $(OPEN_ISCSI_DIR)/.stamp
 
 # The benchmarks run Debian's ifupdown2 itself (sandboxed), so they install it:
-# do that on a test machine, not a host whose networking you care about.
-BENCH_PACKAGES := ifupdown2 python3-mako
+# do that on a test machine, not a host whose networking you care about (tgt's
+# package also enables tgt.service, which listens on every address where
+# systemd runs it). bench/iscsi and bench/dataplane/iscsi_ab.py need tgt,
+# libiscsi's iscsi-perf and its headers (wperf.c), and strace for --syscalls.
+BENCH_PACKAGES := ifupdown2 python3-mako tgt libiscsi-bin libiscsi-dev gcc strace
 bench-deps:
 	$(call apt_install,$(BENCH_PACKAGES),for the benchmarks)
 
