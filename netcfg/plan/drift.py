@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from netcfg.model.location import NOWHERE, SourceLocation
 from netcfg.model.model import ConfigObject, Model
-from netcfg.plan.ops import FDB_ADD, FDB_DEL
+from netcfg.plan.ops import FDB_ADD, FDB_DEL, OVS_ADD, OVS_DEL, OVS_SET
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
@@ -42,6 +42,10 @@ _EXPLAIN: dict[str, tuple[str | None, str]] = {
               "{label}: remote {subject} is configured but has no forwarding entry"),
     FDB_DEL: ("vxlan-remoteip",
               "{label}: remote {subject} has a forwarding entry but is not configured"),
+    OVS_ADD: ("ovs-type", "{label}: Open vSwitch has no such bridge or port, as configured"),
+    OVS_SET: ("*", "{label}: configured {params} in Open vSwitch, which has other values"),
+    OVS_DEL: (None, "{label}: Open vSwitch has it as netcfg made it, but it is no longer "
+                    "configured"),
 }
 
 

@@ -55,8 +55,9 @@ def ovs_operations(desired: Model, current: Model) -> list[Operation]:
             if obj.attrs.get(MTU) != cur.attrs.get(MTU):
                 changed[MTU] = obj.attrs.get(MTU, "")   # "": cleared, OVS's default
             if changed:
+                # What changed first: drift reports locate the first param.
                 ops.append(Operation(OVS_SET, key[0], key[1],
-                                     params={TYPE: role(obj), **changed}))
+                                     params={**changed, TYPE: role(obj)}))
             continue
         if cur is not None:
             # An OVSPort that becomes an OVSIntPort, a port that becomes a

@@ -105,8 +105,8 @@ def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, sessi
           "type=internal")
     changed = apply(model_of(PROXMOX.replace("TAG", "20"), tmp_path), session)
     assert [op.describe() for op in changed.plan.operations] == [
-        "~ ovs-set sv_myzone ovs-type=OVSIntPort ovs-options=other_config:qinq-ethtype=802.1q "
-        "tag=20 vlan_mode=dot1q-tunnel"]
+        "~ ovs-set sv_myzone ovs-options=other_config:qinq-ethtype=802.1q tag=20 "
+        "vlan_mode=dot1q-tunnel ovs-type=OVSIntPort"]
     assert vsctl("get", "Port", "sv_myzone", "tag") == "20"
     assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "dot1q-tunnel"
 
@@ -212,5 +212,5 @@ def test_ovs_mtu_is_the_interfaces_mtu_request(openvswitch, session, tmp_path):
     # Left out: cleared, as ifupdown2 clears mtu_request before setting it.
     cleared = apply(model_of(config.replace("    ovs_mtu 1400\n", ""), tmp_path), session)
     assert [op.describe() for op in cleared.plan.operations] == [
-        "~ ovs-set sv_myzone ovs-type=OVSIntPort ovs-mtu="]
+        "~ ovs-set sv_myzone ovs-mtu= ovs-type=OVSIntPort"]
     assert vsctl("get", "Interface", "sv_myzone", "mtu_request") == "[]"

@@ -103,7 +103,7 @@ def test_the_ovs_diff():
     cleared = Model(interfaces={**want.interfaces, ("", "p"): ovs("p", ovs_type=OVS_INTPORT,
                                                                   ovs_bridge="br")})
     assert [op.describe() for op in ovs_operations(cleared, want)] == [
-        "~ ovs-set p ovs-type=OVSIntPort ovs-options="]
+        "~ ovs-set p ovs-options= ovs-type=OVSIntPort"]
     retyped = Model(interfaces={**want.interfaces, ("", "p"): ovs("p", ovs_type="OVSPort",
                                                                   ovs_bridge="br")})
     assert [op.action for op in ovs_operations(retyped, want)] == ["ovs-del", "ovs-add"]
@@ -121,3 +121,22 @@ def test_netlink_waits_for_the_devices_ovs_makes(tmp_path):
     assert index[("ovs-add", "vmbr0")] < index[("link-up", "vmbr0")]
     # The rows of one apply go in one transaction: the same batch.
     assert len({index[(a, n)] for a, n in index if a == "ovs-add"}) == 1
+
+
+def test_drift_reports_say_what_ovs_lacks_at_the_line(tmp_path):
+    """query --check and netcfgd's drift reports explain every operation."""
+    from netcfg.plan.drift import explain
+
+    model = compiled(tmp_path, LAYOUT)
+    current = Model(interfaces={("", "sv1"): ovs("sv1", ovs_type=OVS_INTPORT, ovs_bridge="vmbr0",
+                                                 ovs_options="tag=10")})
+    ops = {op.key: op for op in ovs_operations(model, current)}
+    where, message = explain(ops[("ovs-set", "", "sv1", "")], model)
+    assert (where.line, message) == (19, "sv1: configured ovs-options "
+                                         "other_config:qinq-ethtype=802.1ad tag=10 "
+                                         "vlan_mode=dot1q-tunnel ovs-type OVSIntPort in Open "
+                                         "vSwitch, which has other values")
+    where, message = explain(ops[("ovs-add", "", "vmbr0", "")], model)
+    assert where.line == 9 and "Open vSwitch has no such bridge or port" in message
+    gone = ovs_operations(Model(), current)
+    assert "no longer configured" in explain(gone[0], Model())[1]
