@@ -35,6 +35,7 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET6, AF_UNSPEC, IFINFOMSG, IFL
                                   RTM_NEWNSID, RTM_NEWTUNNEL, RTM_SETLINK, TUNNEL_MSG,
                                   VXLAN_VNIFILTER_ENTRY, VXLAN_VNIFILTER_ENTRY_START, Request,
                                   ifinfomsg, linkinfo, nested, rtattr, rtattr_str, rtattr_u32)
+from netcfg.plan.ops import FDB_ADD, FDB_DEL
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
                              MASTER_UNSET, ROUTE_ADD, ROUTE_DEL, VNI_ADD, VNI_DEL, Operation)
 
@@ -300,7 +301,7 @@ def test_macvlan_in_its_lowers_namespace(kernel):
 def test_vxlan_with_one_vni(kernel):
     kernel.add_netns("t1")
     vx = iface("vni1000", "vxlan", "t1", vxlan_id=1000, vxlan_local_tunnelip="192.0.2.1",
-               vxlan_remoteip=["192.0.2.2"], vxlan_learning=False)
+               vxlan_svcnodeip="192.0.2.2", vxlan_learning=False)
     kernel.apply(link_add(vx))
 
     got = link("t1", "vni1000")
@@ -310,10 +311,23 @@ def test_vxlan_with_one_vni(kernel):
         1000, 4789, "192.0.2.1", "192.0.2.2")
     assert data["learning"] is False and not data.get("external")
 
+    # The group (vxlan-svcnodeip) changes on a live device; the kernel moves its entry.
     kernel.apply(op(LINK_SET, "vni1000", netns="t1", **{"vxlan-learning": True,
-                                                        "vxlan-remoteip": ["192.0.2.3"]}))
+                                                        "vxlan-svcnodeip": "192.0.2.3"}))
     data = link("t1", "vni1000")["linkinfo"]["info_data"]
     assert data["learning"] is True and data["remote"] == "192.0.2.3"
+
+    # Remotes (vxlan-remoteip): all-zeros entries appended and deleted one by one.
+    def remotes():
+        out = subprocess.run(["bridge", "-n", "t1", "-j", "fdb", "show", "dev", "vni1000"],
+                             check=True, capture_output=True, text=True).stdout
+        return sorted(e["dst"] for e in json.loads(out or "[]")
+                      if e["mac"] == "00:00:00:00:00:00")
+    kernel.apply(op(FDB_ADD, "vni1000", "192.0.2.4", netns="t1"))
+    kernel.apply(op(FDB_ADD, "vni1000", "192.0.2.5", netns="t1"))
+    assert remotes() == ["192.0.2.3", "192.0.2.4", "192.0.2.5"]
+    kernel.apply(op(FDB_DEL, "vni1000", "192.0.2.4", netns="t1"))
+    assert remotes() == ["192.0.2.3", "192.0.2.5"]
 
 
 def test_vxlan_ipv6_tunnel(kernel):
