@@ -178,11 +178,14 @@ def sandbox(tool: str, path: Path, ports: list[str], takeover: bool) -> dict:
         return json.loads(Path(result_path).read_text())
 
 
-def run_file(path: Path, kinds: set[str] | None = None) -> Outcome:
+def run_file(path: Path, kinds: set[str] | None = None, *, plan_of=netcfg_plan,
+             start=sandbox) -> Outcome:
+    """One file through both sandboxes. ``plan_of`` and ``start`` are how netcfg's plan
+    is had and a sandbox run (tests/compat/vm_differential.py passes warm forks)."""
     path = path.resolve()
     name = str(path.relative_to(HERE / "corpus")) if HERE / "corpus" in path.parents \
         else str(path.relative_to(HERE)) if HERE in path.parents else str(path)
-    plan = netcfg_plan(path)
+    plan = plan_of(path)
     if plan is None:
         return Outcome(name, "refused", "netcfg check refuses it")
     missing = needed_kinds(plan) - (kinds if kinds is not None else host_kinds())
@@ -190,8 +193,8 @@ def run_file(path: Path, kinds: set[str] | None = None) -> Outcome:
         return Outcome(name, "vm-tier", "host kernel lacks " + ", ".join(sorted(missing)))
     ports = physical_ports(plan)
     before = set(os.listdir(HOST_NETNS_DIR)) if os.path.isdir(HOST_NETNS_DIR) else set()
-    ifu = sandbox("ifupdown2", path, ports, takeover=True)
-    ncf = sandbox("netcfg", path, ports, takeover=False)
+    ifu = start("ifupdown2", path, ports, takeover=True)
+    ncf = start("netcfg", path, ports, takeover=False)
     after = set(os.listdir(HOST_NETNS_DIR)) if os.path.isdir(HOST_NETNS_DIR) else set()
     if after - before:
         raise RuntimeError(f"the host's {HOST_NETNS_DIR} gained {sorted(after - before)}")
@@ -289,19 +292,23 @@ def _prepare_ifupdown2(spec: dict) -> list[str]:
     return [SYSTEM_PYTHON, str(bindir / "ifup")]
 
 
-def _run_ifupdown2(ifup: list[str], env: dict) -> subprocess.CompletedProcess:
+def run_command(argv: list[str], env: dict | None = None,
+                timeout: float | None = None) -> subprocess.CompletedProcess:
+    """How the inner half runs ifupdown2 and netcfg: a new process each."""
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _run_ifupdown2(ifup: list[str], env: dict, run=run_command) -> subprocess.CompletedProcess:
     """What Debian's networking.service does at boot (ifupdown2's start-networking):
     `ifup -a`, then `ifup` of the allow-hotplug interfaces whose device exists."""
-    first = subprocess.run([*ifup, "-a"], capture_output=True, text=True, env=env,
-                           timeout=TIMEOUT - 30)
+    first = run([*ifup, "-a"], env, TIMEOUT - 30)
     query = [ifup[0], str(Path(ifup[1]).with_name("ifquery")), "--list", "--allow=hotplug"]
-    listed = subprocess.run(query, capture_output=True, text=True, env=env, timeout=60)
+    listed = run(query, env, 60)
     hotplug = [n for n in listed.stdout.split()
                if os.path.exists(f"/sys/class/net/{n.split(':')[0].split('.')[0]}")]
     log = first.stdout + first.stderr
     if hotplug:
-        second = subprocess.run([*ifup, *hotplug], capture_output=True, text=True, env=env,
-                                timeout=TIMEOUT - 30)
+        second = run([*ifup, *hotplug], env, TIMEOUT - 30)
         log += f"--- ifup {' '.join(hotplug)} (allow-hotplug)\n" + second.stdout + second.stderr
         if "no ifaces found matching given allow lists" in first.stderr:
             first = second      # a file with only allow-hotplug stanzas
@@ -316,7 +323,8 @@ def _make_ports(ports: list[str]) -> None:
         _sh("ip", "link", "set", f"cmp{i}", "up")
 
 
-def inner(spec_path: str) -> int:
+def inner(spec_path: str, run=run_command) -> int:
+    """The sandbox's half; ``run`` starts ifupdown2 and netcfg (run_command's signature)."""
     spec = json.loads(Path(spec_path).read_text())
     _refuse_unless_private(spec)
     _sh("mount", "--make-rprivate", "/")
@@ -337,10 +345,9 @@ def inner(spec_path: str) -> int:
         argv = ["true"]     # "none": the sandbox alone, for the harness's own test
     start = time.monotonic()
     if spec["tool"] == "ifupdown2":
-        proc = _run_ifupdown2(argv, env)
+        proc = _run_ifupdown2(argv, env, run)
     else:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env,
-                              timeout=TIMEOUT - 30)
+        proc = run(argv, env, TIMEOUT - 30)
     result = {"rc": proc.returncode, "log": proc.stdout + proc.stderr,
               "seconds": round(time.monotonic() - start, 2),
               "state": kstate.read(exclude=[f"cmp{i}" for i in range(1, len(spec["ports"]) + 1)]),
@@ -349,20 +356,17 @@ def inner(spec_path: str) -> int:
               "netns": os.stat("/proc/self/ns/net").st_ino}
     if spec["tool"] == "netcfg":
         # The silent-outage check: does netcfg itself say the kernel matches?
-        query = subprocess.run([*NETCFG, "query", "--check", "-c", spec["file"]],
-                               capture_output=True, text=True, timeout=120)
+        query = run([*NETCFG, "query", "--check", "-c", spec["file"]], None, 120)
         result["query_rc"] = query.returncode
     if spec["takeover"]:
-        dry = subprocess.run([*NETCFG, "apply", "--dry-run", "--json", "-c", spec["file"]],
-                             capture_output=True, text=True, timeout=120)
+        dry = run([*NETCFG, "apply", "--dry-run", "--json", "-c", spec["file"]], None, 120)
         try:
             result["takeover_plan"] = json.loads(dry.stdout)["plan"]
         except ValueError:
             result["takeover_error"] = dry.stdout + dry.stderr
         # Then the takeover itself: a plan can look additive and still be
         # refused (a route-add answered EEXIST by ifupdown2's own route).
-        real = subprocess.run([*NETCFG, "apply", "-c", spec["file"]],
-                              capture_output=True, text=True, timeout=300)
+        real = run([*NETCFG, "apply", "-c", spec["file"]], None, 300)
         if real.returncode != 0:
             result["takeover_error"] = (f"exit {real.returncode}: "
                                         + (real.stdout + real.stderr)[-300:])
