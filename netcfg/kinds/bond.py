@@ -38,6 +38,15 @@ class Bond(Kind):
         # ifupdown2 writes `bond-slaves none` for a bond without slaves.
         if obj.attrs.get(SLAVES) == ["none"]:
             obj.attrs[SLAVES] = []
+        if not obj.attrs.get("bond-miimon"):
+            # ifupdown2's tests write `bond-updelay 0` with `bond-miimon 0`:
+            # the kernel refuses any delay without MII monitoring (EPERM),
+            # even 0, which is what such a bond has; ifupdown2 sends only
+            # what differs from the running value. Nothing to send.
+            for delay in ("bond-updelay", "bond-downdelay"):
+                if obj.attrs.get(delay) == 0:
+                    del obj.attrs[delay]
+                    obj.locs.pop(delay, None)
         # Two ifupdown2 names of one kernel setting (num_peer_notif).
         if UNSOL_NA in obj.attrs:
             value = obj.attrs.pop(UNSOL_NA)
