@@ -6,6 +6,7 @@ database, sockets, pid files and logs in a temporary directory (OVS_RUNDIR,
 OVS_DBDIR...: nothing under the host's /run/openvswitch or /etc/openvswitch).
 ``run_openvswitch`` yields ``vsctl(*args)``, ovs-vsctl on those daemons (a peer
 that shares no code with netcfg), and stops both daemons by their pid files.
+``proxmox_layout`` is the config the unit, kernel and VM tiers' OVS tests share.
 """
 
 from __future__ import annotations
@@ -26,6 +27,54 @@ LIBS = OVS / "usr" / "lib" / "x86_64-linux-gnu"
 
 needs_ovs = pytest.mark.skipif(not (OVS / "usr" / "sbin" / "ovsdb-server").exists(),
                                reason="Open vSwitch is not unpacked: make ovs-deps")
+
+
+# Proxmox VE's OVS layout (pve-network's qinq/ovs test): the host's file, eth0
+# standing for its NIC, then the SDN file it sources; see proxmox_layout.
+PROXMOX_LAYOUT = """\
+auto eth0
+iface eth0 inet manual
+    ovs_type OVSPort
+    ovs_bridge vmbr0
+
+auto vmbr0
+iface vmbr0 inet static
+    address 192.0.2.10/24
+    ovs_type OVSBridge
+    ovs_ports {host_ports}
+{bridge_options}{sdn_ports}
+auto sv_myzone
+iface sv_myzone
+    ovs_type OVSIntPort
+    ovs_bridge vmbr0
+    ovs_options {port_options}
+
+auto z_myzone
+iface z_myzone
+    bridge-stp off
+    bridge-ports sv_myzone
+"""
+SDN_PORTS = """
+auto vmbr0
+iface vmbr0
+    ovs_ports sv_myzone
+"""
+
+
+def proxmox_layout(tag: int = 10, qinq: str | None = "802.1q", *, bridge_options: str = "",
+                   sdn_stanza: bool = False) -> str:
+    """PROXMOX_LAYOUT. The SDN zone's port sv_myzone is an OVS internal port
+    tagged ``tag``, a QinQ tunnel port whose outer ethertype is ``qinq`` (None:
+    a plain access port), and a port of the Linux bridge z_myzone.
+    ``bridge_options``: vmbr0's ovs_options. ``sdn_stanza``: the SDN file adds
+    sv_myzone to vmbr0 in a stanza of its own, as pve-network writes it;
+    otherwise the host's vmbr0 stanza lists it (the two files merged)."""
+    port_options = (f"vlan_mode=dot1q-tunnel tag={tag} other_config:qinq-ethtype={qinq}"
+                    if qinq else f"tag={tag}")
+    return PROXMOX_LAYOUT.format(
+        host_ports="eth0" if sdn_stanza else "eth0 sv_myzone",
+        bridge_options=f"    ovs_options {bridge_options}\n" if bridge_options else "",
+        sdn_ports=SDN_PORTS if sdn_stanza else "", port_options=port_options)
 
 
 def _env(rundir: Path) -> dict[str, str]:

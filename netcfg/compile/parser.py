@@ -290,6 +290,12 @@ class _Parser:
             return []
         return None
 
+    def _unsupported(self, loc: SourceLocation, what: str, word: str,
+                     supported: tuple[str, ...]) -> None:
+        """An iface line's family or method that netcfg does not know."""
+        self.report.error(loc, f"unsupported {what} '{word}' (supported: {', '.join(supported)})"
+                          + did_you_mean(word, supported), "iface")
+
     def _names(self, text: str, loc: SourceLocation, keyword: str) -> list[str]:
         try:
             names = expand_names(text)
@@ -336,22 +342,12 @@ class _Parser:
         family = words[1] if len(words) > 1 else None
         method = words[2] if len(words) > 2 else None
         if family is not None and family not in FAMILIES:
-            report.error(
-                loc,
-                f"unsupported address family '{family}' (supported: {', '.join(FAMILIES)})"
-                + did_you_mean(family, FAMILIES),
-                "iface",
-            )
+            self._unsupported(loc, "address family", family, FAMILIES)
             return []
         if method == "auto" and family == "inet6":
             pass  # SLAAC: the kernel's accept_ra/autoconf defaults (docs/compat.md)
         elif method is not None and method not in METHODS:
-            report.error(
-                loc,
-                f"unsupported method '{method}' (supported: {', '.join(METHODS)})"
-                + did_you_mean(method, METHODS),
-                "iface",
-            )
+            self._unsupported(loc, "method", method, METHODS)
             return []
         names = self._names(words[0], loc, "iface")
         stanzas = [Stanza("iface", n, loc, family, method) for n in names]

@@ -1,10 +1,5 @@
 """Open vSwitch bridges and ports, in ifupdown2's (and Proxmox VE's) spelling.
 
-    auto eno1
-    iface eno1 inet manual
-        ovs_type OVSPort
-        ovs_bridge vmbr0
-
     auto vmbr0
     iface vmbr0 inet static
         address 192.0.2.10/24
@@ -12,11 +7,13 @@
         ovs_ports eno1 vlan50
 
     auto vlan50
-    iface vlan50 inet static
-        address 10.50.0.2/24
+    iface vlan50 inet manual
         ovs_type OVSIntPort
         ovs_bridge vmbr0
         ovs_options tag=50
+
+and eno1's stanza says ``ovs_type OVSPort`` and ``ovs_bridge vmbr0`` (Proxmox's
+whole layout, with an SDN zone's QinQ port: tests/ovs_env.py).
 
 One kind, ``ovs``, whose role is ``ovs-type``: OVSBridge (a Bridge row and
 its internal port), OVSPort (an existing device added as a port) or

@@ -16,7 +16,7 @@ import subprocess
 import textwrap
 
 import pytest
-from ovs_env import needs_ovs, run_openvswitch
+from ovs_env import needs_ovs, proxmox_layout, run_openvswitch
 
 from netcfg.apply.execute import ApplyFailed, apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
@@ -43,39 +43,15 @@ def ip_json(*args: str):
     return json.loads(out) if out.strip() else []
 
 
-# Proxmox VE's OVS layout (pve-network's qinq/ovs test: the host's file and
-# the SDN file it sources, merged), on the userspace datapath; eth0 stands
-# for the host's NIC.
-PROXMOX = """\
-    auto eth0
-    iface eth0 inet manual
-        ovs_type OVSPort
-        ovs_bridge vmbr0
-
-    auto vmbr0
-    iface vmbr0 inet static
-        address 192.0.2.10/24
-        ovs_type OVSBridge
-        ovs_ports eth0 sv_myzone
-        ovs_options datapath_type=netdev
-
-    auto sv_myzone
-    iface sv_myzone
-        ovs_type OVSIntPort
-        ovs_bridge vmbr0
-        ovs_options vlan_mode=dot1q-tunnel tag=TAG other_config:qinq-ethtype=802.1q
-
-    auto z_myzone
-    iface z_myzone
-        bridge-stp off
-        bridge-ports sv_myzone
-    """
+def proxmox(tag: int = 10, qinq: str | None = "802.1q") -> str:
+    """Proxmox's layout on the userspace datapath."""
+    return proxmox_layout(tag, qinq, bridge_options="datapath_type=netdev")
 
 
 def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, session, tmp_path):
     vsctl = openvswitch
     subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"], check=True)
-    first = apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    first = apply(model_of(proxmox(), tmp_path), session)
     assert first.verified
     ovs_ops = [op for op in first.plan.operations if op.action.startswith("ovs-")]
     assert sorted((op.action, op.name) for op in ovs_ops) == [
@@ -97,13 +73,13 @@ def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, sessi
     assert "UP" in vmbr0["flags"]
     assert ip_json("link", "show", "dev", "sv_myzone")[0]["master"] == "z_myzone"
 
-    second = apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    second = apply(model_of(proxmox(), tmp_path), session)
     assert second.verified and second.requests == 0 and len(second.plan) == 0
 
     # Another program's port (qemu-server's tap of a VM) is left alone.
     vsctl("add-port", "vmbr0", "tap100i0", "--", "set", "Interface", "tap100i0",
           "type=internal")
-    changed = apply(model_of(PROXMOX.replace("TAG", "20"), tmp_path), session)
+    changed = apply(model_of(proxmox(20), tmp_path), session)
     assert [op.describe() for op in changed.plan.operations] == [
         "~ ovs-set sv_myzone ovs-options=other_config:qinq-ethtype=802.1q tag=20 "
         "vlan_mode=dot1q-tunnel ovs-type=OVSIntPort"]
@@ -111,15 +87,13 @@ def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, sessi
     assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "dot1q-tunnel"
 
     # Options left out are cleared (ifupdown2 clears the port's columns too).
-    plain = PROXMOX.replace("vlan_mode=dot1q-tunnel tag=TAG other_config:qinq-ethtype=802.1q",
-                            "tag=30")
-    apply(model_of(plain, tmp_path), session)
+    apply(model_of(proxmox(30, qinq=None), tmp_path), session)
     assert vsctl("get", "Port", "sv_myzone", "tag") == "30"
     assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "[]"
     assert vsctl("get", "Port", "sv_myzone", "other_config") == "{}"
 
-    proxmox = textwrap.dedent(PROXMOX)
-    removed = (proxmox[:proxmox.index("auto sv_myzone")] + proxmox[proxmox.index("auto z_myzone"):]
+    layout = proxmox()
+    removed = (layout[:layout.index("auto sv_myzone")] + layout[layout.index("auto z_myzone"):]
                ).replace("ovs_ports eth0 sv_myzone", "ovs_ports eth0").replace(
                    "bridge-ports sv_myzone", "bridge-ports none")
     gone = apply(model_of(removed, tmp_path), session)
@@ -149,7 +123,7 @@ def test_takeover_of_a_bridge_ifupdown2_made_sends_nothing(openvswitch, session,
     subprocess.run(["ip", "addr", "add", "192.0.2.10/24", "dev", "vmbr0"], check=True)
     uuid = vsctl("get", "Bridge", "vmbr0", "_uuid")
 
-    result = apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+    result = apply(model_of(proxmox(), tmp_path), session)
     # Without a flap: no request at all, OVS's or netlink's.
     assert [op.describe() for op in result.plan.operations] == []
     assert result.verified and result.requests == 0
@@ -163,7 +137,7 @@ def test_without_ovsdb_server_apply_names_the_daemon_and_changes_nothing(session
     monkeypatch.setenv("OVS_RUNDIR", str(tmp_path / "no-ovs"))
     before = ip_json("link", "show")
     with pytest.raises(OvsdbUnavailable) as failure:
-        apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
+        apply(model_of(proxmox(), tmp_path), session)
     assert "openvswitch-switch" in str(failure.value)
     assert "nothing was changed" in str(failure.value)
     assert ip_json("link", "show") == before
@@ -176,8 +150,8 @@ def test_a_port_whose_device_is_missing_fails_at_apply_and_is_reverted(openvswit
     vsctl = openvswitch
     subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"],
                    check=True)
-    apply(model_of(PROXMOX.replace("TAG", "10"), tmp_path), session)
-    missing = textwrap.dedent(PROXMOX.replace("TAG", "10")).replace(
+    apply(model_of(proxmox(), tmp_path), session)
+    missing = proxmox().replace(
         "ovs_ports eth0 sv_myzone", "ovs_ports eth0 sv_myzone eth9") + textwrap.dedent("""
         auto eth9
         iface eth9 inet manual
@@ -197,7 +171,7 @@ def test_ovs_mtu_is_the_interfaces_mtu_request(openvswitch, session, tmp_path):
     vsctl = openvswitch
     subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"],
                    check=True)
-    config = textwrap.dedent(PROXMOX).replace("TAG", "10").replace(
+    config = proxmox().replace(
         "ovs_options datapath_type=netdev", "ovs_options datapath_type=netdev\n    ovs_mtu 1600"
     ).replace("ovs_bridge vmbr0\n    ovs_options vlan",
               "ovs_bridge vmbr0\n    ovs_mtu 1400\n    ovs_options vlan")

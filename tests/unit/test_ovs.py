@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from ovs_env import proxmox_layout
 
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kinds.ovs import OVS_BRIDGE, OVS_INTPORT, format_options, parse_options
@@ -17,31 +18,8 @@ from netcfg.model.model import ConfigObject, Model
 from netcfg.plan import make_plan
 from netcfg.plan.ovs import ovs_operations
 
-LAYOUT = """\
-    auto eth0
-    iface eth0 inet manual
-        ovs_type OVSPort
-        ovs_bridge vmbr0
-
-    auto vmbr0
-    iface vmbr0 inet static
-        address 192.0.2.10/24
-        ovs_type OVSBridge
-        ovs_ports eth0
-    auto vmbr0
-    iface vmbr0
-        ovs_ports sv1
-
-    auto sv1
-    iface sv1
-        ovs_type OVSIntPort
-        ovs_bridge vmbr0
-        ovs_options tag=10 vlan_mode=dot1q-tunnel other_config:qinq-ethtype=802.1ad
-
-    auto z1
-    iface z1
-        bridge-ports sv1
-    """
+# The SDN file apart, its QinQ port 802.1ad (the kernel and VM tiers apply it merged).
+LAYOUT = proxmox_layout(qinq="802.1ad", sdn_stanza=True)
 
 
 def compiled(tmp_path, text: str) -> Model:
@@ -76,17 +54,17 @@ def test_options_are_canonical_and_anything_unmapped_is_refused():
 def test_proxmox_layout_compiles_with_the_sdn_file_joined(tmp_path):
     model = compiled(tmp_path, LAYOUT)
     vmbr0 = model.interfaces[("", "vmbr0")]
-    assert vmbr0.kind == "ovs" and vmbr0.attrs["ovs-ports"] == ["eth0", "sv1"]
-    assert model.interfaces[("", "sv1")].attrs["ovs-options"] == (
+    assert vmbr0.kind == "ovs" and vmbr0.attrs["ovs-ports"] == ["eth0", "sv_myzone"]
+    assert model.interfaces[("", "sv_myzone")].attrs["ovs-options"] == (
         "other_config:qinq-ethtype=802.1ad tag=10 vlan_mode=dot1q-tunnel")
 
 
 def test_refusals_are_located(tmp_path):
     with pytest.raises(ConfigInvalid) as invalid:
-        compiled(tmp_path, LAYOUT.replace("ovs_ports sv1", "ovs_ports sv2").replace(
+        compiled(tmp_path, LAYOUT.replace("ovs_ports sv_myzone", "ovs_ports sv2").replace(
             "tag=10", "lacp=active"))
     text = "\n".join(d.format() for d in invalid.value.diagnostics)
-    assert "interfaces:19: error: sv1: ovs-options: 'lacp' is not supported" in text
+    assert "interfaces:20: error: sv_myzone: ovs-options: 'lacp' is not supported" in text
     # A joined attribute is located at its first line (as bridge-ports).
     assert "interfaces:10: error: vmbr0: ovs-ports names sv2" in text
 
@@ -116,7 +94,7 @@ def test_netlink_waits_for_the_devices_ovs_makes(tmp_path):
     plan = make_plan(compiled(tmp_path, LAYOUT), Model())
     batch = {op.key: number for number, ops in enumerate(plan.batches) for op in ops}
     index = {(op.action, op.name): batch[op.key] for op in plan.operations}
-    assert index[("ovs-add", "sv1")] < index[("master-set", "sv1")]
+    assert index[("ovs-add", "sv_myzone")] < index[("master-set", "sv_myzone")]
     assert index[("ovs-add", "vmbr0")] < index[("addr-add", "vmbr0")]
     assert index[("ovs-add", "vmbr0")] < index[("link-up", "vmbr0")]
     # The rows of one apply go in one transaction: the same batch.
@@ -128,11 +106,11 @@ def test_drift_reports_say_what_ovs_lacks_at_the_line(tmp_path):
     from netcfg.plan.drift import explain
 
     model = compiled(tmp_path, LAYOUT)
-    current = Model(interfaces={("", "sv1"): ovs("sv1", ovs_type=OVS_INTPORT, ovs_bridge="vmbr0",
-                                                 ovs_options="tag=10")})
+    current = Model(interfaces={("", "sv_myzone"): ovs("sv_myzone", ovs_type=OVS_INTPORT,
+                                                       ovs_bridge="vmbr0", ovs_options="tag=10")})
     ops = {op.key: op for op in ovs_operations(model, current)}
-    where, message = explain(ops[("ovs-set", "", "sv1", "")], model)
-    assert (where.line, message) == (19, "sv1: configured ovs-options "
+    where, message = explain(ops[("ovs-set", "", "sv_myzone", "")], model)
+    assert (where.line, message) == (20, "sv_myzone: configured ovs-options "
                                          "other_config:qinq-ethtype=802.1ad tag=10 "
                                          "vlan_mode=dot1q-tunnel ovs-type OVSIntPort in Open "
                                          "vSwitch, which has other values")

@@ -10,10 +10,9 @@ tests/ovs_env.py; a peer namespace pings the bridge's address through OVS.
 from __future__ import annotations
 
 import subprocess
-import textwrap
 
 import pytest
-from ovs_env import needs_ovs, run_openvswitch
+from ovs_env import needs_ovs, proxmox_layout, run_openvswitch
 
 from netcfg.apply.execute import apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
@@ -21,30 +20,6 @@ from netcfg.compile.pipeline import ConfigSource, compile_config
 pytestmark = needs_ovs
 PEER_NS = "ovspeer"
 DEVICES = ("eth0", "vmbr0", "sv_myzone", "z_myzone", "ovs-system")
-
-LAYOUT = """\
-    auto eth0
-    iface eth0 inet manual
-        ovs_type OVSPort
-        ovs_bridge vmbr0
-
-    auto vmbr0
-    iface vmbr0 inet static
-        address 192.0.2.10/24
-        ovs_type OVSBridge
-        ovs_ports eth0 sv_myzone
-
-    auto sv_myzone
-    iface sv_myzone
-        ovs_type OVSIntPort
-        ovs_bridge vmbr0
-        ovs_options vlan_mode=dot1q-tunnel tag=10 other_config:qinq-ethtype=802.1q
-
-    auto z_myzone
-    iface z_myzone
-        bridge-stp off
-        bridge-ports sv_myzone
-    """
 
 
 def ip(*args: str) -> str:
@@ -68,7 +43,7 @@ def test_proxmox_layout_on_the_kernel_datapath(openvswitch, session, tmp_path):
     ip("-n", PEER_NS, "addr", "add", "192.0.2.20/24", "dev", "peer0")
     ip("-n", PEER_NS, "link", "set", "peer0", "up")
     config = tmp_path / "interfaces"
-    config.write_text(textwrap.dedent(LAYOUT))
+    config.write_text(proxmox_layout())
     model = compile_config(ConfigSource(path=str(config))).model
 
     first = apply(model, session)
