@@ -24,10 +24,22 @@ _KERNEL_SPACE = frozenset(b"\t\n\v\f\r \xa0")
 NETNS_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # netcfg/schemas/kinds/common.json's netns pattern
 IFNAME_RULES = (f"at most {IFNAMSIZ - 1} bytes; no '/', ':', white space or NUL; "
                 f"not '.' or '..'")
+# The names almost every config uses, all valid: 1 to 15 printable ASCII
+# characters (one byte each) other than '/' and ':', and not "." or "..".
+# One C-level match instead of a Python loop over the bytes: a 4094-VLAN
+# switch has 200k names. Whatever it does not match goes the long way.
+_PLAIN_IFNAME = re.compile(rf"(?!\.\.?\Z)[!-.0-9;-~]{{1,{IFNAMSIZ - 1}}}\Z")
 
 
 def ifname_problem(name: str) -> str | None:
     """Why the kernel would refuse ``name`` for a device, or None."""
+    if _PLAIN_IFNAME.match(name):
+        return None
+    return _ifname_rules_problem(name)
+
+
+def _ifname_rules_problem(name: str) -> str | None:
+    """dev_valid_name's rules spelt out, byte by byte, with the reason."""
     raw = name.encode("utf-8", "surrogateescape")
     if not raw:
         return "it is empty"
@@ -60,8 +72,13 @@ def netns_name_problem(name: str) -> str | None:
 def check_interface_names(model: Model, report: Report) -> None:
     """Every interface the config declares or implies (an `auto` line, a
     bridge port, a veth's peer), each name once, where it was written."""
+    plain = _PLAIN_IFNAME.match
+    # Only names the fast match does not vouch for need the full rules and
+    # the walk in file order; every object of such a name is among them, so
+    # the first by location is the same as in a walk of all of them.
+    suspect = [obj for obj in model.interfaces.values() if not plain(obj.name)]
     seen: set[str] = set()
-    for obj in sorted(model.interfaces.values(), key=lambda o: (o.loc.file, o.loc.line)):
+    for obj in sorted(suspect, key=lambda o: (o.loc.file, o.loc.line)):
         if obj.name in seen:
             continue
         seen.add(obj.name)
