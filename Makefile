@@ -73,6 +73,21 @@ test-compat: compat-deps
 test-compat-quick: compat-deps
 	$(PY) -m pytest -q tests/compat
 
+# The differential's VM tier (docs/compat.md "VM tier"): the files the host
+# kernel cannot apply (vlan, bond, vrf, dummy, bridge VLAN filtering), in one
+# boot of Debian's 6.12 kernel under virtme-ng (TCG), ifupdown2 and netcfg each
+# forked warm in the guest (tests/compat/vm_differential.py). Both fail when a
+# file's state or takeover got worse than expectation.json's differential_vm
+# records; test-compat-vm runs every vm-tier file, test-compat-vm-quick (in
+# `make test`) one or more per kind. Root only.
+.PHONY: test-compat-vm test-compat-vm-quick
+test-compat-vm: vm-deps compat-deps
+	@if [ "$$(id -u)" != 0 ]; then echo "test-compat-vm: skipped (needs root)"; exit 0; fi; \
+	$(PY) tests/compat/vm_differential.py --check
+test-compat-vm-quick: vm-deps compat-deps
+	@if [ "$$(id -u)" != 0 ]; then echo "test-compat-vm-quick: skipped (needs root)"; exit 0; fi; \
+	$(PY) tests/compat/vm_differential.py --subset --check
+
 # The Linux open-iscsi initiator (iscsiadm, iscsid) for the VM tier's iSCSI
 # test (tests/vm/test_vm_iscsi.py), unpacked into .cache/ with the two
 # libraries it needs and never installed: the package enables iscsid.socket and

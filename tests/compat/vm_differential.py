@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""The differential tier's VM half: many files in one boot of Debian's 6.12 kernel.
+
+    tests/compat/vm_differential.py [FILE...]      # default: every file recorded vm-tier
+    tests/compat/vm_differential.py --subset       # the few `make test` runs
+    tests/compat/vm_differential.py --check        # exit 1 on a change against expectation.json
+    tests/compat/vm_differential.py --update-expectation [--doc]
+
+The host kernel lacks dummy, 8021q, bond, vrf and bridge VLAN filtering, so
+tests/compat/differential.py reports files that need them as `vm-tier`. This
+boots Debian's 6.12 kernel once with virtme-ng (TCG, as `make test-vm` does)
+and runs differential.py's per-file logic over those files inside it, under
+`unshare --net --mount --propagation private` as on the host; each sandbox is
+still differential.py's inner half (its own net + mount namespace, /sys
+remounted, /run and /var/tmp tmpfs).
+
+Where the time goes under TCG (measured, docs/compat.md "VM tier"): starting
+Python and importing netcfg or ifupdown2 costs tens of seconds per process,
+and the host-tier harness starts seven such processes per file. Here one
+guest process imports netcfg and ifupdown2 once; each sandbox is a fork that
+unshares its namespaces, and each `netcfg ...`, `ifup` or `ifquery` run is a
+fork of that, calling the tool's main() with its argv, environment and
+stdout/stderr captured (ifupdown2 is Debian's unpacked package, on the same
+Python 3 as the venv; it needs only the standard library and mako).
+
+The guest writes one JSON line per file into .cache/compat-vm/ on the host's
+filesystem (a virtme-ng --rwdir) as it goes, so a cut run keeps what it did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import importlib.util
+import io
+import json
+import os
+import pkgutil
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, fields
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import differential as dt  # noqa: E402
+
+OUT_DIR = REPO / ".cache" / "compat-vm"
+EXPECTATION_KEY = "differential_vm"
+VM_TIMEOUT_S = 3600
+# `make test`'s subset: one or more files for each kind the host lacks.
+SUBSET = [
+    "ifupdown2/eni-cm_11485_vlan_device_name_vlan.interfaces",        # vlan
+    "ifupdown2/scp-bond.default.interfaces",                          # bond
+    "ifupdown2/examples-mgmt-vrf.interfaces",                         # vrf
+    "pve-network/evpn-ebgp_loopback-host.interfaces",                 # dummy
+    "ifupdown2/scp-bridge_new_attribute_igmp_mld.after.interfaces",   # VLAN-aware bridge
+    "cases/pve-docs-pve-network-L697-without-bridge-fd.interfaces",   # bond + vlan (Proxmox)
+    "pve-network/vlan-bridge_vlanaware-sdn.interfaces",               # Proxmox SDN vlan zone
+]
+
+
+# ---- guest: warm forks ---------------------------------------------------------------------
+
+class Warm:
+    """netcfg's and ifupdown2's main(), imported once; each run is a fork."""
+
+    def __init__(self, trace: Path | None = None) -> None:
+        self.trace = trace          # one line per tool run: its seconds
+        from netcfg.cli.main import main as netcfg_main
+        self.netcfg_main = netcfg_main
+        # netcfg's commands import most of what they run when they run (apply, the
+        # kernel edge, pyroute2): import every module now, or each fork imports them again.
+        import netcfg
+        for mod in pkgutil.walk_packages(netcfg.__path__, "netcfg."):
+            if mod.name.endswith("__main__"):
+                continue
+            try:
+                importlib.import_module(mod.name)
+            except Exception:   # noqa: BLE001 - an optional module's dependency missing
+                pass
+        share = dt.IFUPDOWN2_ROOT / "usr" / "share" / "ifupdown2"
+        # ifupdown2 resolves its configuration's path when imported (ifupdown/config.py):
+        # beside the package, where each sandbox mounts its own ifupdown2.conf.
+        conf_dir = share / "etc" / "network" / "ifupdown2"
+        if not dt.INSTALLED_CONF.exists():
+            dt._sh("mount", "-t", "tmpfs", "compat", str(conf_dir))
+            src = dt.IFUPDOWN2_ROOT / "etc" / "network" / "ifupdown2"
+            for name in ("ifupdown2.conf", "addons.conf"):
+                shutil.copy(src / name, conf_dir / name)
+        sys.path[1:1] = [str(share), str(dt.MAKO_PATH)]
+        spec = importlib.util.spec_from_file_location("ifupdown2_cli", share / "__main__.py")
+        self.ifupdown2 = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.ifupdown2)
+        # What stand_alone() and ifupdownmain's addon loader import, imported now.
+        import ifupdown.main  # noqa: F401
+        import lib.nlcache  # noqa: F401
+        addons = share / "addons"
+        sys.path.insert(1, str(addons))
+        conf = dt.IFUPDOWN2_ROOT / "etc" / "network" / "ifupdown2" / "addons.conf"
+        for line in conf.read_text().splitlines():
+            name = line.split(",")[-1].strip()
+            if name and not line.startswith("#") and (addons / f"{name}.py").exists():
+                try:
+                    __import__(name)
+                except Exception:   # noqa: BLE001 - ifupdown2 skips such an addon too
+                    pass
+        import mako.template  # noqa: F401
+        # A plan (pure: no kernel) here, so that what netcfg builds on first use
+        # (schema validators, templates) is built once.
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self.netcfg_main(["plan", "--json", "-c", str(HERE / "corpus" / "pve-docs" /
+                                                          "pve-network-L697.interfaces")])
+
+    def _ifupdown2(self, argv: list[str]) -> int:
+        sys.argv = list(argv[1:])          # [/run/compat-bin/ifup, -a]: it acts by argv[0]
+        return self.ifupdown2.main()
+
+    def run(self, argv: list[str], env: dict | None = None,
+            timeout: float | None = None) -> subprocess.CompletedProcess:
+        """differential.run_command's contract, without a new interpreter where it can."""
+        start = time.monotonic()
+        if argv[:len(dt.NETCFG)] == dt.NETCFG:
+            what = "netcfg " + " ".join(argv[len(dt.NETCFG):][:2])
+            proc = fork_call(lambda: self.netcfg_main(argv[len(dt.NETCFG):]), argv, env, timeout)
+        elif argv[0] == dt.SYSTEM_PYTHON and Path(argv[1]).name in ("ifup", "ifquery"):
+            what = " ".join([Path(argv[1]).name, *argv[2:3]])
+            proc = fork_call(lambda: self._ifupdown2(argv), argv, env, timeout)
+        else:
+            what = " ".join(argv[:3])
+            proc = dt.run_command(argv, env, timeout)
+        if self.trace:
+            with open(self.trace, "a") as f:
+                f.write(f"{time.monotonic() - start:7.1f} s  {what}\n")
+        return proc
+
+    def plan(self, path: Path) -> dict | None:
+        proc = self.run([*dt.NETCFG, "plan", "--json", "-c", str(path)], None, 300)
+        if "Traceback" in proc.stderr:
+            raise RuntimeError("netcfg plan crashed: " + proc.stderr.strip()[-600:])
+        return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+    def sandbox(self, tool: str, path: Path, ports: list[str], takeover: bool) -> dict:
+        """differential.sandbox, as a fork that unshares instead of `unshare` + python."""
+        with tempfile.TemporaryDirectory(prefix="netcfg-compat-") as work:
+            spec = {"tool": tool, "file": str(path.resolve()), "ports": ports, "work": work,
+                    "takeover": takeover, "outer_net": os.stat("/proc/self/ns/net").st_ino,
+                    "outer_mnt": os.stat("/proc/self/ns/mnt").st_ino}
+            spec_path = os.path.join(work, "spec.json")
+            Path(spec_path).write_text(json.dumps(spec))
+
+            def body() -> int:
+                unshare(CLONE_NEWNET | CLONE_NEWNS)
+                return dt.inner(spec_path, self.run)
+            proc = fork_call(body, ["sandbox", tool], None, dt.TIMEOUT * 3)
+            result_path = os.path.join(work, "result.json")
+            if not os.path.exists(result_path):
+                raise RuntimeError(f"{tool} sandbox failed (exit {proc.returncode}): "
+                                   f"{(proc.stdout + proc.stderr).strip()[-1500:]}")
+            return json.loads(Path(result_path).read_text())
+
+
+CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000     # <linux/sched.h>
+
+
+def unshare(flags: int) -> None:
+    """unshare(2) (os.unshare is Python 3.12's)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare: {os.strerror(err)}")
+
+
+def fork_call(fn, argv: list[str], env: dict | None,
+              timeout: float | None) -> subprocess.CompletedProcess:
+    """fn() in a forked child with ``env`` and its stdout/stderr captured; its return
+    value is the exit status. Killed (status -9) after ``timeout`` seconds."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                os.setpgid(0, 0)
+                if env is not None:
+                    os.environ.clear()
+                    os.environ.update(env)
+                code = fn()
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except BaseException:   # noqa: BLE001 - the child reports and exits, never returns
+                traceback.print_exc()
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    try:
+                        stream.flush()
+                    except Exception:   # noqa: BLE001
+                        pass
+                os._exit(code if isinstance(code, int) and 0 <= code < 256 else 1)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                rc = os.waitstatus_to_exitcode(status)
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                rc = -9
+                break
+            time.sleep(0.05)
+        texts = []
+        for f in (out, err):
+            f.seek(0)
+            texts.append(f.read().decode(errors="replace"))
+        return subprocess.CompletedProcess(argv, rc, texts[0], texts[1])
+
+
+def guest(out_dir: Path, names: list[str]) -> int:
+    """Inside the VM, in a private net + mount namespace: every file, one JSON line each."""
+    t0 = time.monotonic()
+    dt._refuse_unless_private({"outer_net": -1, "outer_mnt": -1})
+    dt._sh("mount", "--make-rprivate", "/")
+    dt.prepare_outside()
+    warm = Warm(out_dir / "trace.log")
+    kinds = dt.host_kinds()
+    log = out_dir / "outcomes.jsonl"
+    with log.open("a") as f:
+        f.write(json.dumps({"guest": os.uname().release, "kinds": sorted(kinds),
+                            "warm_s": round(time.monotonic() - t0, 1)}) + "\n")
+    for name in names:
+        start = time.monotonic()
+        with open(out_dir / "trace.log", "a") as f:
+            f.write(f"--- {name}\n")
+        try:
+            out = dt.run_file(path_of(name), kinds, plan_of=warm.plan, start=warm.sandbox)
+            out.file = name
+        except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
+            out = dt.Outcome(name, "error", str(e)[-1500:])
+        row = asdict(out)
+        row["wall_s"] = round(time.monotonic() - start, 1)
+        with log.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(f"{name}: {out.status} in {row['wall_s']} s", flush=True)
+    return 0
+
+
+# ---- host: boot once, read the outcomes ----------------------------------------------------
+
+def path_of(name: str) -> Path:
+    return HERE / name if (HERE / name).exists() else HERE / "corpus" / name
+
+
+def vm_tier_files() -> list[str]:
+    recorded = json.loads(dt.EXPECTATION.read_text()).get("differential", {})
+    return sorted(n for n, r in recorded.items() if r["status"] == "vm-tier")
+
+
+def kernel() -> str:
+    found = sorted(Path("/boot").glob("vmlinuz-6.12.*-amd64"),
+                   key=lambda p: [int(x) if x.isdigit() else x for x in p.name.split(".")])
+    if not found:
+        raise SystemExit("vm_differential: no /boot/vmlinuz-6.12.*-amd64 (make vm-deps)")
+    return str(found[-1])
+
+
+def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
+    """One VM for every file; the outcomes it wrote, and its header line with timings."""
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    log = OUT_DIR / "outcomes.jsonl"
+    log.write_text("")
+    (OUT_DIR / "files.txt").write_text("\n".join(names) + "\n")
+    py = REPO / ".venv" / "bin" / "python"
+    inner = (f"unshare --net --mount --propagation private {py} -u {Path(__file__).resolve()} "
+             f"--guest {OUT_DIR}")
+    # vng runs virtme-run from PATH: the venv's bin first, as `make test-vm` puts it.
+    env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}")
+    vng = shutil.which("vng", path=env["PATH"])
+    if not vng:
+        raise SystemExit("vm_differential: vng missing (make vm-deps)")
+    start = time.monotonic()
+    with (OUT_DIR / "vm.log").open("w") as vm_log:     # the guest's console, as it goes
+        proc = subprocess.run(["timeout", str(VM_TIMEOUT_S), vng, "--run", kernel(),
+                               "--disable-kvm", "--memory", "2G", "--cpus", "2",
+                               f"--rwdir={OUT_DIR}", "--exec", inner],
+                              cwd=REPO, env=env, stdout=vm_log, stderr=subprocess.STDOUT)
+    rows = [json.loads(ln) for ln in log.read_text().splitlines() if ln.strip()]
+    head = rows[0] if rows and "guest" in rows[0] else {}
+    head["vm_s"] = round(time.monotonic() - start, 1)
+    head["vm_rc"] = proc.returncode
+    names_of = {f.name for f in fields(dt.Outcome)}
+    outcomes = [dt.Outcome(**{k: v for k, v in r.items() if k in names_of})
+                for r in rows if "file" in r]
+    head["wall_s"] = {r["file"]: r.get("wall_s") for r in rows if "file" in r}
+    return outcomes, head
+
+
+def regressions(outcomes: list[dt.Outcome]) -> list[str]:
+    """What test_compat checks on the host tier, against the VM tier's record."""
+    recorded = json.loads(dt.EXPECTATION.read_text()).get(EXPECTATION_KEY, {})
+    bad = []
+    for o in outcomes:
+        rec = recorded.get(o.file)
+        if rec is None:
+            continue
+        if o.status not in ("same", "differs") and rec["status"] in ("same", "differs"):
+            bad.append(f"{o.file}: {o.status} {o.detail}")
+            continue
+        new = sorted(set(o.differences) - set(rec["differences"]))
+        if new:
+            bad.append(f"{o.file}: differences not recorded:\n    " + "\n    ".join(new))
+        if len(o.takeover_disruptive) > rec["takeover_disruptive"]:
+            bad.append(f"{o.file}: takeover disturbs more: {o.takeover_disruptive}")
+    return bad
+
+
+def update_expectation(outcomes: list[dt.Outcome]) -> None:
+    expectation = json.loads(dt.EXPECTATION.read_text())
+    recorded = expectation.setdefault(EXPECTATION_KEY, {})
+    for o in outcomes:
+        recorded[o.file] = {"status": o.status, "detail": o.detail,
+                            "differences": o.differences,
+                            "takeover_disruptive": len(o.takeover_disruptive),
+                            "query_rc": o.netcfg_query_rc}
+    dt.EXPECTATION.write_text(json.dumps(expectation, indent=1, sort_keys=True) + "\n")
+
+
+DOC_BEGIN = "<!-- BEGIN VM differential table: generated by tests/compat/vm_differential.py --doc -->"
+DOC_END = "<!-- END VM differential table -->"
+
+
+def write_doc(outcomes: list[dt.Outcome]) -> None:
+    text = dt.render(outcomes).replace(dt.DOC_BEGIN, DOC_BEGIN).replace(dt.DOC_END, DOC_END)
+    doc = dt.DOC.read_text()
+    if DOC_BEGIN not in doc or DOC_END not in doc:
+        raise SystemExit(f"vm_differential: {dt.DOC} has no {DOC_BEGIN!r} section")
+    head, rest = doc.split(DOC_BEGIN, 1)
+    dt.DOC.write_text(head + text + rest.split(DOC_END, 1)[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--guest"]:
+        out_dir = Path(argv[1])
+        names = (out_dir / "files.txt").read_text().split()
+        return guest(out_dir, names)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*", help="names as in expectation.json (default: vm-tier)")
+    ap.add_argument("--subset", action="store_true", help="make test's few files")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when a file changed against expectation.json's VM record")
+    ap.add_argument("--update-expectation", action="store_true")
+    ap.add_argument("--doc", action="store_true", help="write the table into docs/compat.md")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("vm_differential: needs root (namespaces)", file=sys.stderr)
+        return 1
+    names = args.files or (SUBSET if args.subset else vm_tier_files())
+    outcomes, head = boot(names)
+    for o in outcomes:
+        print(dt.report(o))
+    print(f"vm: {head.get('guest')} rc {head.get('vm_rc')}, {head.get('vm_s')} s in all, "
+          f"warm-up {head.get('warm_s')} s; per file: {head.get('wall_s')}")
+    missing = sorted(set(names) - {o.file for o in outcomes})
+    if missing:
+        print(f"vm_differential: {len(missing)} files not run (see {OUT_DIR / 'vm.log'}): "
+              + ", ".join(missing), file=sys.stderr)
+    if args.update_expectation:
+        update_expectation(outcomes)
+    if args.doc:
+        write_doc(outcomes)
+    bad = regressions(outcomes) if args.check else []
+    for line in bad:
+        print("vm_differential: " + line, file=sys.stderr)
+    errors = [o for o in outcomes if o.status == "error"]
+    return 1 if bad or missing or errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
