@@ -1,9 +1,12 @@
 """Model objects and operations built by hand, as the compiler and planner
-build them; shared by the unit and kernel tiers (tests/conftest.py puts this
-directory on the import path)."""
+build them, or compiled from a config's text; shared by the unit and kernel
+tiers (tests/conftest.py puts this directory on the import path)."""
 
 from __future__ import annotations
 
+import textwrap
+
+from netcfg.compile.pipeline import Compiled, ConfigSource, compile_config
 from netcfg.kinds import registry
 from netcfg.model.model import IFACE, ConfigObject, Model
 from netcfg.plan.ops import LINK_ADD, Operation
@@ -38,3 +41,11 @@ def link_add(obj: ConfigObject, **extra) -> Operation:
 
 def op(action: str, name: str, subject: str = "", netns: str = "", **params) -> Operation:
     return Operation(action, netns, name, subject, params)
+
+
+def compiled(tmp_path, text: str, name: str = "interfaces") -> Compiled:
+    """``text`` (dedented) written to tmp_path/``name`` and compiled as
+    `netcfg check -c` compiles that file (a .tmpl name is rendered first)."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return compile_config(ConfigSource(path=str(path)))

@@ -114,6 +114,12 @@ def _ip_json(*args: str):
     return json.loads(out) if out.strip() else []
 
 
+def link_details(dev: str) -> dict:
+    """`ip -d -j link show dev DEV` parsed: the device, with its linkinfo
+    (info_data, and info_slave_data for a port)."""
+    return _ip_json("-d", "link", "show", "dev", dev)[0]
+
+
 @pytest.fixture
 def ip_json():
     """ip_json(*ARGS) -> `ip -j ARGS` parsed: iproute2 reads our state back."""

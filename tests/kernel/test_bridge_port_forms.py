@@ -7,12 +7,12 @@ bridge-l2protocol-tunnel's upstream part (stp, lacp, lldp) rides along."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import textwrap
 
+from builders import compiled
+from kernel_env import link_details
+
 from netcfg.apply.execute import apply
-from netcfg.compile.pipeline import ConfigSource, compile_config
 
 ON_BRIDGE = textwrap.dedent("""\
     auto v0
@@ -69,20 +69,12 @@ ON_PORTS = textwrap.dedent("""\
     """)
 
 
-def model_of(text: str, tmp_path):
-    path = tmp_path / "net.tmpl"
-    path.write_text(text)
-    return compile_config(ConfigSource(path=str(path))).model
-
-
 def port_data(dev: str) -> dict:
-    out = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", dev], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)[0]["linkinfo"]["info_slave_data"]
+    return link_details(dev)["linkinfo"]["info_slave_data"]
 
 
 def test_port_options_on_the_bridge_reach_each_port(session, tmp_path):
-    first = apply(model_of(ON_BRIDGE, tmp_path), session)
+    first = apply(compiled(tmp_path, ON_BRIDGE).model, session)
     assert first.verified and first.requests > 0
     v0, v1 = port_data("v0"), port_data("v1")
     assert (v0["learning"], v0["cost"], v0["priority"]) == (False, 40, 32)
@@ -95,11 +87,11 @@ def test_port_options_on_the_bridge_reach_each_port(session, tmp_path):
     # bridge-l2protocol-tunnel: IFLA_BRPORT_GROUP_FWD_MASK, ifupdown2's bits
     assert (v0["group_fwd_mask"], v1["group_fwd_mask"]) == ("0x5", "0x4000")
 
-    assert apply(model_of(ON_BRIDGE, tmp_path), session).requests == 0
+    assert apply(compiled(tmp_path, ON_BRIDGE).model, session).requests == 0
     # The same settings written in the ports' stanzas are the same state.
-    assert apply(model_of(ON_PORTS, tmp_path), session).requests == 0
+    assert apply(compiled(tmp_path, ON_PORTS).model, session).requests == 0
 
-    changed = apply(model_of(ON_BRIDGE.replace("v0=40", "v0=45"), tmp_path), session)
+    changed = apply(compiled(tmp_path, ON_BRIDGE.replace("v0=40", "v0=45")).model, session)
     assert changed.verified and changed.requests > 0
     assert port_data("v0")["cost"] == 45
 
@@ -126,17 +118,12 @@ VXLAN_PORT = textwrap.dedent("""\
 def test_a_vxlan_ports_learning_follows_its_bridge_learning(session, tmp_path):
     """ifupdown2's sync_bridge_learning_to_vxlan_brport: vx10's vxlan
     learning goes off with its port learning; vx20 writes its own."""
-    result = apply(model_of(VXLAN_PORT, tmp_path), session)
+    result = apply(compiled(tmp_path, VXLAN_PORT).model, session)
     assert result.verified
 
-    def info(dev: str) -> dict:
-        out = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", dev], check=True,
-                             capture_output=True, text=True).stdout
-        return json.loads(out)[0]["linkinfo"]
-
-    vx10, vx20 = info("vx10"), info("vx20")
+    vx10, vx20 = (link_details(dev)["linkinfo"] for dev in ("vx10", "vx20"))
     assert vx10["info_slave_data"]["learning"] is False
     assert vx10["info_data"]["learning"] is False
     assert vx20["info_slave_data"]["learning"] is False
     assert vx20["info_data"]["learning"] is True
-    assert apply(model_of(VXLAN_PORT, tmp_path), session).requests == 0
+    assert apply(compiled(tmp_path, VXLAN_PORT).model, session).requests == 0

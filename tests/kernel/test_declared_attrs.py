@@ -8,12 +8,12 @@ VM tier's.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import textwrap
 
+from builders import compiled
+from kernel_env import link_details
+
 from netcfg.apply.execute import apply
-from netcfg.compile.pipeline import ConfigSource, compile_config
 
 KNOBS = textwrap.dedent("""\
     auto v0
@@ -66,22 +66,10 @@ KNOBS = textwrap.dedent("""\
     """)
 
 
-def model_of(text: str, tmp_path):
-    path = tmp_path / "net.tmpl"
-    path.write_text(text)
-    return compile_config(ConfigSource(path=str(path))).model
-
-
-def details(dev: str) -> dict:
-    out = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", dev], check=True,
-                         capture_output=True, text=True).stdout
-    return json.loads(out)[0]
-
-
 def test_declared_knobs_reach_the_kernel_and_read_back(session, tmp_path):
-    first = apply(model_of(KNOBS, tmp_path), session)
+    first = apply(compiled(tmp_path, KNOBS).model, session)
     assert first.verified and first.requests > 0
-    br = details("br1")["linkinfo"]["info_data"]
+    br = link_details("br1")["linkinfo"]["info_data"]
     # iproute2 prints the timers in centiseconds (clock_t), as the kernel keeps them.
     assert (br["forward_delay"], br["hello_time"], br["max_age"]) == (0, 100, 1000)
     assert br["priority"] == 4096 and br["mcast_hash_max"] == 8192
@@ -94,12 +82,12 @@ def test_declared_knobs_reach_the_kernel_and_read_back(session, tmp_path):
         (200, 30000, 20000, 10000, 500, 2000)
     assert (br["mcast_igmp_version"], br["mcast_mld_version"]) == (3, 2)
     assert br["mcast_stats_enabled"] == 1
-    port = details("v0")["linkinfo"]["info_slave_data"]
+    port = link_details("v0")["linkinfo"]["info_slave_data"]
     assert (port["priority"], port["cost"], port["multicast_router"]) == (10, 200, 2)
     assert port["fastleave"] is True and port["learning"] is False
     assert port["flood"] is False and port["mcast_flood"] is False
     assert port["bcast_flood"] is False and port["neigh_suppress"] is True
-    vx = details("vx100")["linkinfo"]["info_data"]
+    vx = link_details("vx100")["linkinfo"]["info_data"]
     assert vx["ageing"] == 600 and vx["ttl"] == 64
     # Per-device sysctls: the kernel's only door, written in the device's namespace.
     for path in ("ipv4/conf/vx100/forwarding", "ipv6/conf/vx100/forwarding",
@@ -109,18 +97,18 @@ def test_declared_knobs_reach_the_kernel_and_read_back(session, tmp_path):
     with open("/proc/sys/net/ipv4/conf/br1/forwarding") as f:
         assert f.read().strip() == "0"
 
-    again = apply(model_of(KNOBS, tmp_path), session)
+    again = apply(compiled(tmp_path, KNOBS).model, session)
     assert again.requests == 0
 
     # A changed knob is a link-set on the device as it is (no re-creation).
-    index = details("br1")["ifindex"]
+    index = link_details("br1")["ifindex"]
     changed_text = KNOBS.replace("bridge-hello 1\n", "bridge-hello 3\n") \
         .replace("vxlan-ttl 64\n", "vxlan-ttl 32\n").replace("bridge-portprios 10\n",
                                                              "bridge-portprios 20\n")
-    changed = apply(model_of(changed_text, tmp_path), session)
+    changed = apply(compiled(tmp_path, changed_text).model, session)
     assert changed.verified and changed.requests > 0
-    assert details("br1")["linkinfo"]["info_data"]["hello_time"] == 300
-    assert details("br1")["ifindex"] == index
-    assert details("vx100")["linkinfo"]["info_data"]["ttl"] == 32
-    assert details("v0")["linkinfo"]["info_slave_data"]["priority"] == 20
-    assert apply(model_of(changed_text, tmp_path), session).requests == 0
+    assert link_details("br1")["linkinfo"]["info_data"]["hello_time"] == 300
+    assert link_details("br1")["ifindex"] == index
+    assert link_details("vx100")["linkinfo"]["info_data"]["ttl"] == 32
+    assert link_details("v0")["linkinfo"]["info_slave_data"]["priority"] == 20
+    assert apply(compiled(tmp_path, changed_text).model, session).requests == 0

@@ -16,10 +16,10 @@ import subprocess
 import textwrap
 
 import pytest
+from builders import compiled
 from ovs_env import needs_ovs, proxmox_layout, run_openvswitch
 
 from netcfg.apply.execute import ApplyFailed, apply
-from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.ovsdb import OvsdbUnavailable
 
 pytestmark = needs_ovs
@@ -30,12 +30,6 @@ DEVICES = ("eth0", "eth0p", "z_myzone", "vmbr0", "sv_myzone", "tap100i0", "ovs-n
 def openvswitch(tmp_path, monkeypatch):
     with run_openvswitch(tmp_path / "ovs", monkeypatch, DEVICES) as vsctl:
         yield vsctl
-
-
-def model_of(text: str, tmp_path):
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent(text))
-    return compile_config(ConfigSource(path=str(path))).model
 
 
 def ip_json(*args: str):
@@ -51,7 +45,7 @@ def proxmox(tag: int = 10, qinq: str | None = "802.1q") -> str:
 def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, session, tmp_path):
     vsctl = openvswitch
     subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"], check=True)
-    first = apply(model_of(proxmox(), tmp_path), session)
+    first = apply(compiled(tmp_path, proxmox()).model, session)
     assert first.verified
     ovs_ops = [op for op in first.plan.operations if op.action.startswith("ovs-")]
     assert sorted((op.action, op.name) for op in ovs_ops) == [
@@ -73,13 +67,13 @@ def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, sessi
     assert "UP" in vmbr0["flags"]
     assert ip_json("link", "show", "dev", "sv_myzone")[0]["master"] == "z_myzone"
 
-    second = apply(model_of(proxmox(), tmp_path), session)
+    second = apply(compiled(tmp_path, proxmox()).model, session)
     assert second.verified and second.requests == 0 and len(second.plan) == 0
 
     # Another program's port (qemu-server's tap of a VM) is left alone.
     vsctl("add-port", "vmbr0", "tap100i0", "--", "set", "Interface", "tap100i0",
           "type=internal")
-    changed = apply(model_of(proxmox(20), tmp_path), session)
+    changed = apply(compiled(tmp_path, proxmox(20)).model, session)
     assert [op.describe() for op in changed.plan.operations] == [
         "~ ovs-set sv_myzone ovs-options=other_config:qinq-ethtype=802.1q tag=20 "
         "vlan_mode=dot1q-tunnel ovs-type=OVSIntPort"]
@@ -87,7 +81,7 @@ def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, sessi
     assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "dot1q-tunnel"
 
     # Options left out are cleared (ifupdown2 clears the port's columns too).
-    apply(model_of(proxmox(30, qinq=None), tmp_path), session)
+    apply(compiled(tmp_path, proxmox(30, qinq=None)).model, session)
     assert vsctl("get", "Port", "sv_myzone", "tag") == "30"
     assert vsctl("get", "Port", "sv_myzone", "vlan_mode") == "[]"
     assert vsctl("get", "Port", "sv_myzone", "other_config") == "{}"
@@ -96,13 +90,13 @@ def test_proxmox_layout_applied_read_back_changed_and_removed(openvswitch, sessi
     removed = (layout[:layout.index("auto sv_myzone")] + layout[layout.index("auto z_myzone"):]
                ).replace("ovs_ports eth0 sv_myzone", "ovs_ports eth0").replace(
                    "bridge-ports sv_myzone", "bridge-ports none")
-    gone = apply(model_of(removed, tmp_path), session)
+    gone = apply(compiled(tmp_path, removed).model, session)
     assert gone.verified
     assert [op.name for op in gone.plan.operations if op.action == "ovs-del"] == ["sv_myzone"]
     assert sorted(vsctl("list-ports", "vmbr0").split()) == ["eth0", "tap100i0"]
     assert not ip_json("link", "show") or "sv_myzone" not in [
         link["ifname"] for link in ip_json("link", "show")]
-    assert apply(model_of(removed, tmp_path), session).requests == 0
+    assert apply(compiled(tmp_path, removed).model, session).requests == 0
 
 
 def test_takeover_of_a_bridge_ifupdown2_made_sends_nothing(openvswitch, session, tmp_path):
@@ -123,7 +117,7 @@ def test_takeover_of_a_bridge_ifupdown2_made_sends_nothing(openvswitch, session,
     subprocess.run(["ip", "addr", "add", "192.0.2.10/24", "dev", "vmbr0"], check=True)
     uuid = vsctl("get", "Bridge", "vmbr0", "_uuid")
 
-    result = apply(model_of(proxmox(), tmp_path), session)
+    result = apply(compiled(tmp_path, proxmox()).model, session)
     # Without a flap: no request at all, OVS's or netlink's.
     assert [op.describe() for op in result.plan.operations] == []
     assert result.verified and result.requests == 0
@@ -137,7 +131,7 @@ def test_without_ovsdb_server_apply_names_the_daemon_and_changes_nothing(session
     monkeypatch.setenv("OVS_RUNDIR", str(tmp_path / "no-ovs"))
     before = ip_json("link", "show")
     with pytest.raises(OvsdbUnavailable) as failure:
-        apply(model_of(proxmox(), tmp_path), session)
+        apply(compiled(tmp_path, proxmox()).model, session)
     assert "openvswitch-switch" in str(failure.value)
     assert "nothing was changed" in str(failure.value)
     assert ip_json("link", "show") == before
@@ -150,7 +144,7 @@ def test_a_port_whose_device_is_missing_fails_at_apply_and_is_reverted(openvswit
     vsctl = openvswitch
     subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"],
                    check=True)
-    apply(model_of(proxmox(), tmp_path), session)
+    apply(compiled(tmp_path, proxmox()).model, session)
     missing = proxmox().replace(
         "ovs_ports eth0 sv_myzone", "ovs_ports eth0 sv_myzone eth9") + textwrap.dedent("""
         auto eth9
@@ -159,7 +153,7 @@ def test_a_port_whose_device_is_missing_fails_at_apply_and_is_reverted(openvswit
             ovs_bridge vmbr0
         """)
     with pytest.raises(ApplyFailed) as failure:
-        apply(model_of(missing, tmp_path), session)
+        apply(compiled(tmp_path, missing).model, session)
     # Located at the stanza of the port, with ovs-vswitchd's reason.
     assert ("interfaces:25: error: eth9: ovs-add eth9 ovs-type=OVSPort ovs-bridge=vmbr0: "
             "ovs-vswitchd: could not open network device eth9") in str(failure.value)
@@ -176,16 +170,16 @@ def test_ovs_mtu_is_the_interfaces_mtu_request(openvswitch, session, tmp_path):
     ).replace("ovs_bridge vmbr0\n    ovs_options vlan",
               "ovs_bridge vmbr0\n    ovs_mtu 1400\n    ovs_options vlan")
     assert config.count("ovs_mtu") == 2
-    first = apply(model_of(config, tmp_path), session)
+    first = apply(compiled(tmp_path, config).model, session)
     assert first.verified
     assert vsctl("get", "Interface", "vmbr0", "mtu_request") == "1600"
     assert vsctl("get", "Interface", "sv_myzone", "mtu_request") == "1400"
     # ovs-vswitchd set the devices' MTU (iproute2 reads it back).
     assert ip_json("link", "show", "dev", "sv_myzone")[0]["mtu"] == 1400
     assert ip_json("link", "show", "dev", "vmbr0")[0]["mtu"] == 1600
-    assert apply(model_of(config, tmp_path), session).requests == 0
+    assert apply(compiled(tmp_path, config).model, session).requests == 0
     # Left out: cleared, as ifupdown2 clears mtu_request before setting it.
-    cleared = apply(model_of(config.replace("    ovs_mtu 1400\n", ""), tmp_path), session)
+    cleared = apply(compiled(tmp_path, config.replace("    ovs_mtu 1400\n", "")).model, session)
     assert [op.describe() for op in cleared.plan.operations] == [
         "~ ovs-set sv_myzone ovs-mtu= ovs-type=OVSIntPort"]
     assert vsctl("get", "Interface", "sv_myzone", "mtu_request") == "[]"

@@ -5,25 +5,26 @@ that is not VLAN-aware, Proxmox's bridge-disable-mac-learning."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
+from builders import compiled
 
 from netcfg.compile.jsonform import model_to_json
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.errors import ConfigInvalid
 
 
-def compiled(tmp_path, text: str, name: str = "interfaces"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return compile_config(ConfigSource(path=str(path)))
-
-
 def errors(tmp_path, text: str) -> list[str]:
     with pytest.raises(ConfigInvalid) as e:
         compiled(tmp_path, text)
     return [d.format() for d in e.value.diagnostics if d.severity == "error"]
+
+
+def the_error(tmp_path, text: str) -> str:
+    """The one error compiling ``text`` reports."""
+    found = errors(tmp_path, text)
+    assert len(found) == 1, found
+    return found[0]
 
 
 def as_json(model) -> str:
@@ -102,14 +103,14 @@ def test_a_port_that_is_not_the_bridges_and_two_values_are_errors_at_their_lines
 
 
 def test_a_non_port_option_has_no_per_port_form(tmp_path):
-    found = errors(tmp_path, """\
+    error = the_error(tmp_path, """\
         auto br0
         iface br0
             bridge-ports swp1
             bridge-vlan-aware yes
             bridge-pvid swp1=10
         """)
-    assert len(found) == 1 and "bridge-pvid PORT=VALUE is a per-port form only" in found[0]
+    assert "bridge-pvid PORT=VALUE is a per-port form only" in error
 
 
 def test_a_plain_value_in_the_json_form_is_every_ports_too(tmp_path):
@@ -144,13 +145,13 @@ def test_vlan_lines_under_a_bridge_that_is_not_vlan_aware_are_warnings(tmp_path)
 
 
 def test_vlan_snooping_on_a_bridge_that_is_not_vlan_aware_stays_an_error(tmp_path):
-    found = errors(tmp_path, """\
+    error = the_error(tmp_path, """\
         auto br0
         iface br0
             bridge-ports swp1
             bridge-mcast-vlan-snooping yes
         """)
-    assert len(found) == 1 and "needs 'bridge-vlan-aware yes'" in found[0]
+    assert "needs 'bridge-vlan-aware yes'" in error
 
 
 def test_proxmox_disable_mac_learning_is_accepted_and_sets_nothing(tmp_path):
@@ -165,13 +166,13 @@ def test_proxmox_disable_mac_learning_is_accepted_and_sets_nothing(tmp_path):
     for obj in result.model.interfaces.values():
         assert "bridge-disable-mac-learning" not in obj.attrs
         assert "bridge-learning" not in obj.attrs
-    found = errors(tmp_path, """\
+    error = the_error(tmp_path, """\
         auto vmbr0
         iface vmbr0
             bridge-ports none
             bridge-disable-mac-learning maybe
         """)
-    assert len(found) == 1 and "bridge-disable-mac-learning" in found[0]
+    assert "bridge-disable-mac-learning" in error
 
 
 def test_l2protocol_tunnel_is_the_ports_group_forwarding_mask(tmp_path):
@@ -200,7 +201,7 @@ def test_l2protocol_tunnel_is_the_ports_group_forwarding_mask(tmp_path):
     ("bpdu", "expected stp, lacp, lldp"),
 ])
 def test_l2protocols_this_kernel_cannot_forward_are_refused_at_the_line(tmp_path, value, said):
-    found = errors(tmp_path, f"""\
+    error = the_error(tmp_path, f"""\
         auto br0
         iface br0
             bridge-ports swp1
@@ -208,8 +209,8 @@ def test_l2protocols_this_kernel_cannot_forward_are_refused_at_the_line(tmp_path
         iface swp1
             bridge-l2protocol-tunnel {value}
         """)
-    assert len(found) == 1 and ":6: error: swp1: bridge-l2protocol-tunnel" in found[0]
-    assert said in found[0]
+    assert ":6: error: swp1: bridge-l2protocol-tunnel" in error
+    assert said in error
 
 
 def test_a_vxlan_ports_learning_follows_its_bridge_learning_unless_written(tmp_path):
@@ -237,7 +238,7 @@ def test_a_vxlan_ports_learning_follows_its_bridge_learning_unless_written(tmp_p
 
 
 def test_a_port_that_does_not_resolve_is_said_once(tmp_path):
-    found = errors(tmp_path, """\
+    error = the_error(tmp_path, """\
         netns t1
         auto br0
         iface br0
@@ -245,4 +246,4 @@ def test_a_port_that_does_not_resolve_is_said_once(tmp_path):
             bridge-ports swp1
             bridge-pathcosts swp1=4
         """)
-    assert len(found) == 1 and "bridge-ports names swp1, which is not declared" in found[0]
+    assert "bridge-ports names swp1, which is not declared" in error

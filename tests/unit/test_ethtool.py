@@ -8,9 +8,9 @@ kernel tier reads one again: tests/kernel/test_ethtool.py)."""
 from __future__ import annotations
 
 import struct
-import textwrap
 
-from netcfg.compile.pipeline import ConfigSource, compile_config
+from builders import compiled
+
 from netcfg.netlink import ethtool as E
 from netcfg.netlink.encode import GENL_PARAMS
 from netcfg.netlink.genl import GENLMSGHDR
@@ -67,14 +67,8 @@ def test_get_and_set_requests():
     assert set(only) == {E.ETHTOOL_A_LINKMODES_HEADER, E.ETHTOOL_A_LINKMODES_AUTONEG}
 
 
-def _compile(tmp_path, text: str):
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent(text))
-    return compile_config(ConfigSource(path=str(path)))
-
-
 def test_a_speed_turns_autonegotiation_off_as_ifupdown2_does(tmp_path):
-    result = _compile(tmp_path, """\
+    result = compiled(tmp_path, """\
         auto swp30
         iface swp30
             link-duplex full
@@ -91,7 +85,7 @@ def test_a_speed_turns_autonegotiation_off_as_ifupdown2_does(tmp_path):
 
 
 def test_speed_with_autonegotiation_on_warns(tmp_path):
-    result = _compile(tmp_path, """\
+    result = compiled(tmp_path, """\
         auto swp1
         iface swp1
             link-autoneg yes

@@ -6,13 +6,7 @@ from __future__ import annotations
 import copy
 import textwrap
 
-from netcfg.compile.pipeline import ConfigSource, compile_config
-
-
-def compiled(tmp_path, text: str):
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent(text))
-    return compile_config(ConfigSource(path=str(path)))
+from builders import compiled
 
 
 def test_ports_and_lower_devices_of_an_up_device_come_up(tmp_path):

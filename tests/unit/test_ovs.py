@@ -6,12 +6,10 @@ tests/vm/test_vm_ovs.py); here, values in and values out.
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
+from builders import compiled
 from ovs_env import proxmox_layout
 
-from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kinds.ovs import OVS_BRIDGE, OVS_INTPORT, format_options, parse_options
 from netcfg.model.errors import ConfigInvalid
 from netcfg.model.model import ConfigObject, Model
@@ -20,12 +18,6 @@ from netcfg.plan.ovs import ovs_operations
 
 # The SDN file apart, its QinQ port 802.1ad (the kernel and VM tiers apply it merged).
 LAYOUT = proxmox_layout(qinq="802.1ad", sdn_stanza=True)
-
-
-def compiled(tmp_path, text: str) -> Model:
-    path = tmp_path / "interfaces"
-    path.write_text(textwrap.dedent(text))
-    return compile_config(ConfigSource(path=str(path))).model
 
 
 def ovs(name: str, **attrs) -> ConfigObject:
@@ -52,7 +44,7 @@ def test_options_are_canonical_and_anything_unmapped_is_refused():
 
 
 def test_proxmox_layout_compiles_with_the_sdn_file_joined(tmp_path):
-    model = compiled(tmp_path, LAYOUT)
+    model = compiled(tmp_path, LAYOUT).model
     vmbr0 = model.interfaces[("", "vmbr0")]
     assert vmbr0.kind == "ovs" and vmbr0.attrs["ovs-ports"] == ["eth0", "sv_myzone"]
     assert model.interfaces[("", "sv_myzone")].attrs["ovs-options"] == (
@@ -91,7 +83,7 @@ def test_the_ovs_diff():
 
 
 def test_netlink_waits_for_the_devices_ovs_makes(tmp_path):
-    plan = make_plan(compiled(tmp_path, LAYOUT), Model())
+    plan = make_plan(compiled(tmp_path, LAYOUT).model, Model())
     batch = {op.key: number for number, ops in enumerate(plan.batches) for op in ops}
     index = {(op.action, op.name): batch[op.key] for op in plan.operations}
     assert index[("ovs-add", "sv_myzone")] < index[("master-set", "sv_myzone")]
@@ -105,7 +97,7 @@ def test_drift_reports_say_what_ovs_lacks_at_the_line(tmp_path):
     """query --check and netcfgd's drift reports explain every operation."""
     from netcfg.plan.drift import explain
 
-    model = compiled(tmp_path, LAYOUT)
+    model = compiled(tmp_path, LAYOUT).model
     current = Model(interfaces={("", "sv_myzone"): ovs("sv_myzone", ovs_type=OVS_INTPORT,
                                                        ovs_bridge="vmbr0", ovs_options="tag=10")})
     ops = {op.key: op for op in ovs_operations(model, current)}

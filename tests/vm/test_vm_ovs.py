@@ -12,10 +12,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from builders import compiled
 from ovs_env import needs_ovs, proxmox_layout, run_openvswitch
 
 from netcfg.apply.execute import apply
-from netcfg.compile.pipeline import ConfigSource, compile_config
 
 pytestmark = needs_ovs
 PEER_NS = "ovspeer"
@@ -42,9 +42,7 @@ def test_proxmox_layout_on_the_kernel_datapath(openvswitch, session, tmp_path):
     ip("link", "add", "eth0", "type", "veth", "peer", "name", "peer0", "netns", PEER_NS)
     ip("-n", PEER_NS, "addr", "add", "192.0.2.20/24", "dev", "peer0")
     ip("-n", PEER_NS, "link", "set", "peer0", "up")
-    config = tmp_path / "interfaces"
-    config.write_text(proxmox_layout())
-    model = compile_config(ConfigSource(path=str(config))).model
+    model = compiled(tmp_path, proxmox_layout()).model
 
     first = apply(model, session)
     assert first.verified
