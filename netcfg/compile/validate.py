@@ -99,6 +99,7 @@ def _bridge_port_forms(model: Model, report: Report) -> None:
                 if attribute not in port.attrs:
                     port.attrs[attribute], port.locs[attribute] = port_value, loc
     _vxlan_learning_follows_port(model)
+    _vxlan_port_mcrouter(model)
 
 
 def _vxlan_learning_follows_port(model: Model) -> None:
@@ -118,6 +119,25 @@ def _vxlan_learning_follows_port(model: Model) -> None:
 
 
 VXLAN_LEARNING = "vxlan-learning"
+PORT_MCROUTER = "bridge-portmcrouter"
+
+
+def _vxlan_port_mcrouter(model: Model) -> None:
+    """A VXLAN port of a snooping bridge is a multicast router port (2,
+    always) unless the file writes its bridge-portmcrouter (on the port or
+    the bridge), as ifupdown2 sets it (addons/bridge.py, policy
+    vxlan_bridge_igmp_snooping_enable_port_mcrouter, on by default): remote
+    hosts' IGMP/MLD reports do not cross the tunnel, so snooping would stop
+    their groups' traffic at this end. Shared by the vxlans lowering merges
+    (plan/lower/common.VXLAN_SHARED)."""
+    for (netns, name), bridge in model.masters.items():
+        port = model.interfaces.get((netns, name))
+        if port is None or port.kind != "vxlan" or PORT_MCROUTER in port.attrs:
+            continue
+        master = model.interfaces.get(bridge)
+        if master is not None and master.kind == "bridge" \
+                and master.attrs.get("bridge-mcsnoop", True):
+            port.attrs[PORT_MCROUTER] = 2
 
 
 def _text(value) -> str:

@@ -76,6 +76,9 @@ def test_several_remotes_are_forwarding_entries_and_converge(session, tmp_path, 
     assert remotes("vxlan_myvnet") == ["192.168.0.2", "192.168.0.3"]
     # As ifupdown2: no IFLA_VXLAN_GROUP, the remotes are entries only.
     assert "remote" not in info_data("vxlan_myvnet") and "group" not in info_data("vxlan_myvnet")
+    # A VXLAN port of a snooping bridge is a multicast router port, as ifupdown2 makes it.
+    port = json.loads(run("ip", "-d", "-j", "link", "show", "dev", "vxlan_myvnet"))[0]
+    assert port["linkinfo"]["info_slave_data"]["multicast_router"] == 2
     again = apply(desired, session)
     assert again.requests == 0 and len(again.plan) == 0
     assert main(["query", "--check", "-c", str(path)]) == 0

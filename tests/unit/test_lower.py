@@ -267,8 +267,8 @@ def test_vxlans_with_different_tunnel_settings_are_merged_apart():
     assert new.iface("", "br0").attrs["bridge-ports"] == ["vxlan0", "c"]
     assert reasons(report) == [
         f"c ({F}:30) not lowered: no other vxlan port has the same vxlan-local-tunnelip, "
-        f"vxlan-port, vxlan-learning, mtu, bridge-learning and auto; it stays an access port "
-        f"of br0"]
+        f"vxlan-port, vxlan-learning, mtu, bridge-learning, bridge-portmcrouter and auto; it "
+        f"stays an access port of br0"]
 
 
 # ---------------------------------------------------------------- refusals

@@ -33,7 +33,7 @@ VLAN_KEEPS = frozenset({"vlan-raw-device", "vlan-id", "vlan-protocol", "vlan-raw
 VLAN_PLAIN = frozenset({"vlan-raw-device", "vlan-id"})
 # Device attributes merged vxlans must share; everything else refuses.
 VXLAN_SHARED = ("vxlan-local-tunnelip", "vxlan-port", "vxlan-learning", "mtu",
-                "bridge-learning")
+                "bridge-learning", "bridge-portmcrouter")
 VXLAN_PER_VNI = frozenset({"vxlan-id", "bridge-access"})
 PORT_ATTRS = ("bridge-vids", "bridge-pvid", "bridge-access", "bridge-learning")
 # Kinds the kernel will not enslave to a bridge.
