@@ -29,7 +29,10 @@ INFO_DROP = {"hello_timer", "tcn_timer", "topology_change_timer", "gc_timer", "r
              "designated_cost", "message_age_timer", "forward_delay_timer", "hold_timer",
              "topology_change", "topology_change_detected", "topology_change_ack", "config_pending",
              "root_port", "root_path_cost", "id", "no", "port_id", "port_no", "mcast_router_timer",
-             "fdb_n_learned", "fdb_max_learned"}
+             "fdb_n_learned", "fdb_max_learned",
+             # A bond port's LACP state machine: where it stands when read (no partner here).
+             "ad_actor_oper_port_state", "ad_actor_oper_port_state_str",
+             "ad_partner_oper_port_state", "ad_partner_oper_port_state_str"}
 SYSCTLS = {"ipv4": ("forwarding", "arp_accept", "arp_ignore", "arp_announce", "proxy_arp",
                     "rp_filter", "accept_redirects", "send_redirects"),
            "ipv6": ("forwarding", "disable_ipv6", "accept_ra", "autoconf", "accept_dad")}

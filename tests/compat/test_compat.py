@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -93,3 +94,32 @@ def test_sandbox_is_private_and_its_sys_shows_its_own_devices(host_kinds):
     assert result["sys_class_net"] == ["cmp1", "eth0", "lo"]
     assert set(result["state"]["links"]) == {"eth0", "lo"}
     assert result["state"]["links"]["eth0"]["address"] == "02:cc:00:00:00:01"
+
+
+# ---- the VM tier (tests/compat/vm_differential.py; `make test-compat-vm`) -------------------
+
+def test_vm_runner_forks_give_the_host_runs_outcome(host_kinds, tmp_path):
+    """The VM runner's warm forks (netcfg's and ifupdown2's main() in forked children,
+    sandboxes unshared in-process) must measure what the host tier's new processes
+    measure: run on the host kernel, on a file the host tier records, the same outcome."""
+    name = "debian-ifupdown/bridge.interfaces"
+    recorded = RECORDED[name]
+    (tmp_path / "files.txt").write_text(name + "\n")
+    proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private",
+                           sys.executable, str(HERE / "vm_differential.py"), "--guest",
+                           str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [json.loads(line) for line in (tmp_path / "outcomes.jsonl").read_text().splitlines()]
+    out = next(r for r in rows if r.get("file") == name)
+    assert out["status"] == recorded["status"], out["detail"]
+    assert sorted(out["differences"]) == sorted(recorded["differences"])
+    assert len(out["takeover_disruptive"]) == recorded["takeover_disruptive"]
+    assert out["ifupdown2_rc"] == 0 and out["netcfg_rc"] == 0 and out["netcfg_query_rc"] == 0
+
+
+def test_vm_subset_is_recorded():
+    """`make test`'s VM subset checks against a record: each of its files has one."""
+    import vm_differential
+    recorded = EXPECTATION.get(vm_differential.EXPECTATION_KEY, {})
+    missing = [n for n in vm_differential.SUBSET if n not in recorded]
+    assert not missing, "run tests/compat/vm_differential.py --update-expectation: " + str(missing)
