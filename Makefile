@@ -325,6 +325,8 @@ bench-compile: bench-deps venv
 # (the host's has no ublk). Release builds of the data path and of the
 # example (its source is the libublk crate cargo already fetched).
 LIBUBLK_VERSION := 0.4.8
+# Five interleaved rounds of 6 s runs: TCG on a shared host swings 2-5x between runs.
+BENCH_UBLK_ARGS ?= --rounds 5 --seconds 6
 LIBUBLK_SRC := .cache/libublk-$(LIBUBLK_VERSION)
 .PHONY: bench-ublk
 bench-ublk: vm-deps iscsi-initiator
@@ -334,7 +336,7 @@ bench-ublk: vm-deps iscsi-initiator
 	cd $(LIBUBLK_SRC) && nice -n 10 cargo build --release -q --example loop
 	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 1500 vng --run $$kernel --disable-kvm \
-	  --memory 2G --cpus 2 --exec "unshare --mount --propagation private $(CURDIR)/$(PY) bench/ublk/run.py"
+	  --memory 2G --cpus 2 --exec "unshare --mount --propagation private $(CURDIR)/$(PY) bench/ublk/run.py $(BENCH_UBLK_ARGS)"
 
 # netcfgd: storm passes, CPU per 1000 events, repair latency (root; sandboxed by itself)
 bench-storm: venv

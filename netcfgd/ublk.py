@@ -32,6 +32,10 @@ from typing import Any
 from netcfg.model.model import Model
 
 LINK_DIR = "/dev/netcfg"
+# udev's runtime rules: read before /etc's and /lib's, and gone at reboot with
+# the devices. Named to sort after 50-udev-default.rules (GROUP="disk" on
+# every block device) so that our OWNER, GROUP and MODE are the last word.
+UDEV_RULES = "/run/udev/rules.d/99-netcfgd-ublk.rules"
 DEFAULT_QUEUES, DEFAULT_DEPTH = 1, 64
 DEVICE_MODE = 0o660
 
@@ -145,9 +149,10 @@ def _unlink(name: str) -> None:
 class UblkService:
     """The ublk devices one Dataplane serves, kept in step with a model."""
 
-    def __init__(self, dataplane: Any, log: logging.Logger):
+    def __init__(self, dataplane: Any, log: logging.Logger, udev_rules: str = UDEV_RULES):
         self.dp = dataplane
         self.log = log
+        self.udev_rules = udev_rules
         self.served: dict[str, tuple[UblkSpec, int, bool]] = {}   # name -> (spec, N, adopted)
         self.kept: dict[str, str] = {}        # dropped but held: name -> what holds it
         self.errors: dict[str, str] = {}      # name -> why it is not served
@@ -194,6 +199,11 @@ class UblkService:
             self.kept.pop(name, None)
             self.errors.pop(name, None)
             _unlink(name)
+            try:
+                self._write_udev_rules()
+            except OSError as e:
+                out.errors.append(f"ublk: cannot rewrite {self.udev_rules} without "
+                                  f"{device_path(dev_id)}: {_why(e)}")
             out.changes.append(f"ublk: volume {name}: {device_path(dev_id)} removed")
 
     def add_wanted(self, model: Model, out: Any) -> None:
@@ -227,17 +237,48 @@ class UblkService:
                                f"({LINK_DIR}/{name})")
 
     def _set_node(self, name: str, spec: UblkSpec, dev_id: int) -> None:
+        """The node's owner and mode, now and for good: udev re-applies its
+        rules on every event of the device (a `change` from blkid, a
+        partition rescan, `udevadm trigger`), and its default rules give a
+        block device root:disk. So the owner goes into a udev rule too, and
+        is also set here directly (a host, or a container, without udevd)."""
         path = device_path(dev_id)
-        if shutil.which("udevadm"):
-            # udev applies its rules (GROUP="disk" on block devices) to a new
-            # node asynchronously: let it finish first, or it undoes the owner.
-            subprocess.run(["udevadm", "settle", "--timeout=5"], capture_output=True,
-                           check=False)
+        self.served[name] = (spec, dev_id, self.served[name][2])
+        udevadm = shutil.which("udevadm")
+        if udevadm:
+            self._write_udev_rules()
+            # Rules are re-read on reload only; then let udev finish the new
+            # node's `add` (it may still be applying the old rules to it).
+            for args in (("control", "--reload"), ("settle", "--timeout=10")):
+                subprocess.run([udevadm, *args], capture_output=True, check=False, timeout=30)
         if spec.owner is not None:
             os.chown(path, *spec.owner)
         os.chmod(path, DEVICE_MODE)
         _link(name, dev_id)
-        self.served[name] = (spec, dev_id, self.served[name][2])
+
+    def udev_rules_text(self) -> str:
+        """One line per served device: KERNEL=="ublkbN", its OWNER and GROUP
+        when the volume has a ublk-owner, MODE 0660."""
+        lines = ["# Written by netcfgd (netcfgd/ublk.py) for the ublk devices it serves:",
+                 "# the owner and mode of each, kept through every udev event. Rewritten",
+                 "# as devices come and go; do not edit."]
+        for name, (spec, dev_id, _) in sorted(self.served.items(), key=lambda kv: kv[1][1]):
+            owner = (f'OWNER="{spec.owner[0]}", GROUP="{spec.owner[1]}", '
+                     if spec.owner is not None else "")
+            lines.append(f'# volume {name}\nSUBSYSTEM=="block", KERNEL=="ublkb{dev_id}", '
+                         f'{owner}MODE="{DEVICE_MODE:04o}"')
+        return "\n".join(lines) + "\n"
+
+    def _write_udev_rules(self) -> None:
+        """Replace the rules file atomically (udev never reads half of it).
+        Only where udev is installed: elsewhere nothing would read it."""
+        if not shutil.which("udevadm"):
+            return
+        os.makedirs(os.path.dirname(self.udev_rules), mode=0o755, exist_ok=True)
+        tmp = f"{self.udev_rules}.netcfg-tmp"
+        with open(tmp, "w") as f:
+            f.write(self.udev_rules_text())
+        os.replace(tmp, self.udev_rules)
 
     def _driver(self) -> bool:
         """Whether the kernel has ublk; loads ublk_drv once when it is missing."""

@@ -8,9 +8,11 @@ checksums):
 - a `ublk yes` volume is /dev/ublkbN with the link /dev/netcfg/NAME, the
   owner and mode ublk-owner asks for and the volume's size; ext4 on it holds
   files that read back, and `fio --verify=crc32c` randrw passes;
-- kill -9 of the serving process during a verifying fio: the device stays
-  with its I/O waiting, the next process adopts it (same device number,
-  START/END_USER_RECOVERY) and fio finishes without an error;
+- netcfgd itself (`python -m netcfgd`) killed with SIGKILL, then stopped
+  with SIGTERM, each during one verifying fio: the device stays with its
+  I/O waiting, the next netcfgd adopts it (same device number and link,
+  START/END_USER_RECOVERY, "(adopted)" in `netcfg status`) and fio finishes
+  without an error; the owner stays through udev `change` events;
 - the same volume through open-iscsi and ublk at once: what one writes the
   other reads (O_DIRECT on both sides: each block device has its own cache);
 - dropping a mounted device is refused and reported with what holds it,
@@ -22,9 +24,10 @@ teardown waits for I/O only the dead server could do. So every mount here is
 made in a child's own mount namespace (`unshare --mount`) that is gone before
 the server stops.
 
-The server is `netcfgd.target` (the data path netcfgd embeds) forked from the
-test process, as test_vm_iscsi.py does: a fresh interpreter takes a minute to
-start under qemu TCG, the fork about a second.
+The restart test runs netcfgd as the process it is on a host. The others
+use `netcfgd.target` (the data path netcfgd embeds, with the same
+netcfgd/ublk.py) forked from the test process, as test_vm_iscsi.py does: a
+fresh interpreter is slow to start under qemu TCG, the fork starts warm.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import random
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -47,6 +51,10 @@ import vm_helpers
 from test_vm_iscsi import iscsid, private_etc, tenants  # noqa: F401
 
 from netcfg.compile.pipeline import ConfigSource, compile_config
+
+# netcfgd's test harness (a real NOTIFY_SOCKET, its control socket), shared
+# with the kernel tier's tests of the daemon.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kernel"))
 
 SETTLE_S = vm_helpers.SETTLE_S
 VOLUME_BYTES = 128 << 20
@@ -233,34 +241,143 @@ def test_ublk_device_holds_ext4_and_passes_fio_verify(tmp_path):
     assert not os.path.lexists("/dev/netcfg/v1")
 
 
-def test_kill9_under_verifying_fio_then_adopted_with_no_io_error(tmp_path):
-    config = volume_config(tmp_path)
-    server = Server(config, tmp_path, 1)
+def netcfgd_config(tmp_path: Path) -> Path:
+    """netcfgd's config directory: one `ublk yes` volume, nothing else."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "ublk.tmpl").write_text(volume_config(tmp_path).read_text())
+    return etc
+
+
+def udevd_pid() -> int:
+    """The VM's udevd (virtme's init starts one)."""
+    found = subprocess.run(["pgrep", "-x", "systemd-udevd"], capture_output=True, text=True)
+    pids = sorted(int(p) for p in found.stdout.split())
+    assert pids, "udevd is not running in the VM: the owner's durability cannot be tested"
+    return pids[0]
+
+
+def in_udev_world(udevd: int, net: bool = False) -> list[str]:
+    """A command prefix for the VM's own mount namespace, where udevd's /run
+    is: the sandbox hides /run under a private tmpfs (tests/sandbox.py), and
+    a bind mount of udevd's /run/udev into it does not carry its control
+    socket (connect() says ENOENT). netcfgd keeps the sandbox's network
+    namespace; ``net``: udevd's too, for `udevadm trigger --settle`, which
+    hears udevd's netlink events only there."""
+    return ["nsenter", "-t", str(udevd), "-m", *(["-n"] if net else []), "--"]
+
+
+def start_netcfgd(tmp_path: Path, etc: Path, generation: int, udevd: int):
+    """`python -m netcfgd` (the daemon itself, a fresh interpreter) with a real
+    NOTIFY_SOCKET, every generation on the same run dir, as systemd restarts
+    it, in the mount namespace udevd sees (a host's); returned once READY=1
+    (after its first pass: the device is served)."""
+    from test_netcfgd import Netcfgd
+    home = tmp_path / f"netcfgd{generation}"
+    home.mkdir()
+    return Netcfgd(home, etc, run_dir=tmp_path / "run",
+                   prefix=tuple(in_udev_world(udevd))).start(timeout=300)
+
+
+def ublk_status(daemon) -> list[dict]:
+    return daemon.status()["storage"]["ublk"]["devices"]
+
+
+def udev_rules(udevd: int) -> str:
+    return run([*in_udev_world(udevd), "cat", "/run/udev/rules.d/99-netcfgd-ublk.rules"]).stdout
+
+
+def udev_keeps_the_owner(dev: str, udevd: int) -> None:
+    """A udev `change` event on the device (blkid, a rescan, an operator's
+    trigger) re-applies the rules: the owner and mode ublk-owner asked for stay."""
+    run([*in_udev_world(udevd, net=True), "udevadm", "trigger", "--action=change", "--settle",
+         dev])
+    st = os.stat(dev)
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (*OWNER, 0o660), \
+        f"{dev} after a udev change event: {st.st_uid}:{st.st_gid} {st.st_mode & 0o777:o}"
+
+
+FIO_LOOPS = 6
+
+
+def test_netcfgd_kill9_and_sigterm_under_verifying_fio_then_adopted_with_no_io_error(tmp_path):
+    """The daemon itself, not the standalone target: netcfgd serves a `ublk
+    yes` volume; a verifying fio runs on /dev/netcfg/v1; netcfgd is killed
+    with SIGKILL mid-I/O and restarted, then stopped with SIGTERM mid-I/O and
+    restarted. Each new netcfgd adopts the same /dev/ublkbN
+    (START/END_USER_RECOVERY), `netcfg status` says so, and fio ends with no
+    error: no I/O was lost or failed. The owner survives udev events
+    throughout (netcfgd's rule in /run/udev/rules.d). Then the config drops
+    the device and netcfgd removes it, and its rule."""
+    from test_netcfgd import cli
+    udevd = udevd_pid()
+    etc = netcfgd_config(tmp_path)
+    daemons = [start_netcfgd(tmp_path, etc, 1, udevd)]
+    fio_proc, dev_id = None, -1
     try:
-        dev = dev_of(server)
-        dev_id = server.devices()["v1"][0]
+        [device] = ublk_status(daemons[0])
+        assert device["state"] == "serving" and device["adopted"] is False, device
+        dev = device["device"]
+        dev_id = int(dev.removeprefix("/dev/ublkb"))
+        assert os.readlink("/dev/netcfg/v1") == f"../ublkb{dev_id}"
+        assert f'KERNEL=="ublkb{dev_id}", OWNER="{OWNER[0]}", GROUP="{OWNER[1]}", ' \
+               f'MODE="0660"' in udev_rules(udevd)
+        udev_keeps_the_owner(dev, udevd)
+
         log = tmp_path / "fio.json"
         fio_proc = subprocess.Popen(
-            ["fio", "--name=verify", f"--filename={dev}", "--direct=1", "--ioengine=libaio",
-             "--rw=randwrite", "--bs=4k", "--size=48M", "--iodepth=16", "--verify=crc32c",
-             "--verify_fatal=1", "--output-format=json", f"--output={log}"])
+            ["fio", "--name=verify", "--filename=/dev/netcfg/v1", "--direct=1",
+             "--ioengine=libaio", "--rw=randrw", "--bs=4k", "--size=64M", "--iodepth=16",
+             # Each loop writes, then verifies: enough I/O to outlast both stops.
+             f"--loops={FIO_LOOPS}", "--verify=crc32c", "--verify_fatal=1",
+             "--output-format=json", f"--output={log}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_for("fio to write 2000 blocks", lambda: writes_completed(dev_id) > 2000, timeout=300)
-        server.kill9()
-        # Nobody serves the device now: it stays, its I/O waits.
-        assert os.path.exists(dev)
-        time.sleep(3)
-        assert fio_proc.poll() is None, "fio ended while no server ran"
-        server = Server(config, tmp_path, 2)
-        assert server.devices()["v1"] == (dev_id, True)
-        assert fio_proc.wait(timeout=900) == 0
+        for generation, how in ((2, signal.SIGKILL), (3, signal.SIGTERM)):
+            old = daemons[-1]
+            assert fio_proc.poll() is None, "fio ended before netcfgd was stopped"
+            before = writes_completed(dev_id)
+            print(f"netcfgd generation {generation - 1}: {how.name} after {before} writes")
+            old.signal(how)
+            assert old.proc.wait(60) == (-signal.SIGKILL if how == signal.SIGKILL else 0), \
+                old.log.read_text()[-3000:]
+            # Nobody serves the device now: it stays, its I/O waits.
+            assert os.path.exists(dev) and os.readlink("/dev/netcfg/v1") == f"../ublkb{dev_id}"
+            time.sleep(3)
+            assert fio_proc.poll() is None, "fio ended while no netcfgd ran"
+            daemons.append(start_netcfgd(tmp_path, etc, generation, udevd))
+            [device] = ublk_status(daemons[-1])
+            assert (device["device"], device["state"], device["adopted"]) == (dev, "serving", True)
+            shown = cli(tmp_path / "run", "status")
+            assert shown.returncode == 0, shown.stderr
+            assert re.search(rf"^v1 +{dev} +serving as /dev/netcfg/v1 \(adopted\)$", shown.stdout,
+                             re.M), shown.stdout
+            udev_keeps_the_owner(dev, udevd)
+            # I/O moves again before the next stop.
+            wait_for("fio's I/O to resume", lambda: fio_proc.poll() is not None
+                     or writes_completed(dev_id) > before + 500, timeout=300)
+        assert fio_proc.wait(timeout=900) == 0, fio_proc.stderr.read()
         job = json.loads(log.read_text())["jobs"][0]
         assert job["error"] == 0
-        assert job["write"]["io_bytes"] == 48 << 20
-        code, stats = server.stop()
-        assert stats["ublk"][0]["recovered"] is True and stats["ublk_errors"] == 0
+        assert job["write"]["io_bytes"] >= FIO_LOOPS * (16 << 20)    # about half of each 64M
+
+        # The config drops the device (the volume stays, without ublk): it goes, with its rule.
+        (etc / "ublk.tmpl").write_text(f"volume v1\n    backing {tmp_path}/v1.img\n"
+                                       f"    size {VOLUME_BYTES >> 20}M\n")
+        daemons[-1].signal(signal.SIGHUP)
+        wait_for("netcfgd to remove the device", lambda: not os.path.exists(dev))
+        wait_for("netcfgd to report it gone", lambda: ublk_status(daemons[-1]) == [])
+        assert not os.path.lexists("/dev/netcfg/v1")
+        assert f"ublkb{dev_id}" not in udev_rules(udevd)
+        assert daemons[-1].stop(timeout=60) == 0
     finally:
-        server.stop()
-        remove_devices(config, tmp_path)
+        if fio_proc is not None and fio_proc.poll() is None:
+            fio_proc.kill()
+            fio_proc.wait()
+        for daemon in daemons:
+            daemon.close()
+        if dev_id >= 0 and os.path.exists(f"/dev/ublkb{dev_id}"):
+            remove_devices(volume_config(tmp_path), tmp_path)
 
 
 def writes_completed(dev_id: int) -> int:

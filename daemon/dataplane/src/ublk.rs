@@ -4,7 +4,8 @@
 //!
 //! Per device: one control thread (libublk's `run_target`, which returns
 //! only when the device stops) and one thread per queue, each with its own
-//! io_uring carrying both the ublk commands and the backing reads. Writes,
+//! io_uring carrying both the ublk commands and the backing reads (pread on
+//! the queue thread for a file on tmpfs or ramfs: see `Reads`). Writes,
 //! flushes and discards run synchronously on the queue thread under the
 //! unit's write-order lock (shared): COMPARE AND WRITE from an iSCSI
 //! initiator takes it exclusively, so it stays atomic against ublk writers;
@@ -398,7 +399,64 @@ fn set_params(dev: &mut UblkDev, lu: &LogicalUnit) -> Result<(), UblkError> {
     Ok(())
 }
 
+/// How a queue reads from the backing store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reads {
+    /// An IORING_OP_READ in the queue's ring. On a file that can read
+    /// without blocking (ext4, xfs, btrfs, a block device: FMODE_NOWAIT) a
+    /// cached read completes inside the io_uring_enter that submits it, a
+    /// batch of them in one call; an uncached one goes async without
+    /// stalling the queue.
+    Ring,
+    /// pread on the queue thread. A memory-backed file (tmpfs, ramfs) has no
+    /// nowait reads in 6.12, so io_uring hands every read of it to an io-wq
+    /// worker thread: a wake-up and two context switches per request, for
+    /// what is a memory copy that cannot block on a disk.
+    Inline,
+}
+
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+
+fn reads_for(fd: std::os::unix::io::RawFd) -> Reads {
+    // SAFETY: statfs is plain data, filled by the kernel.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is the unit's open backing file; st is a valid out pointer.
+    if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
+        return Reads::Ring;
+    }
+    match st.f_type as i64 {
+        TMPFS_MAGIC | RAMFS_MAGIC => Reads::Inline,
+        _ => Reads::Ring,
+    }
+}
+
+/// Fills `buf` from byte `off` of `fd` with pread; past the end of a file
+/// that shrank, zeros (as the SCSI crate's read_exact_at). Bytes read or an errno.
+fn pread_full(fd: std::os::unix::io::RawFd, buf: &mut [u8], off: u64) -> i32 {
+    let mut done = 0usize;
+    while done < buf.len() {
+        // SAFETY: the pointer and length stay inside buf.
+        let n = unsafe { libc::pread(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done, (off + done as u64) as libc::off_t) };
+        match n {
+            0 => {
+                buf[done..].fill(0);
+                break;
+            }
+            n if n > 0 => done += n as usize,
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return errno(&e);
+                }
+            }
+        }
+    }
+    buf.len() as i32
+}
+
 fn serve_queue(qid: u16, dev: &UblkDev, lu: &Arc<LogicalUnit>, counters: &Arc<UblkCounters>) {
+    let reads = reads_for(lu.raw_fd());
     let bufs = dev.alloc_queue_io_bufs();
     let queue = match UblkQueue::new(qid, dev).and_then(|q| q.submit_fetch_commands_unified(BufDescList::Slices(Some(&bufs)))) {
         Ok(q) => q,
@@ -407,14 +465,14 @@ fn serve_queue(qid: u16, dev: &UblkDev, lu: &Arc<LogicalUnit>, counters: &Arc<Ub
             return;
         }
     };
-    queue.wait_and_handle_io(|q, tag, ctx| handle_io(q, tag, ctx, &bufs[tag as usize], lu, counters));
+    queue.wait_and_handle_io(|q, tag, ctx| handle_io(q, tag, ctx, &bufs[tag as usize], lu, reads, counters));
 }
 
 fn errno(e: &io::Error) -> i32 {
     -e.raw_os_error().unwrap_or(libc::EIO)
 }
 
-fn handle_io(q: &UblkQueue, tag: u16, ctx: &UblkIOCtx, buf: &IoBuf<u8>, lu: &LogicalUnit, counters: &UblkCounters) {
+fn handle_io(q: &UblkQueue, tag: u16, ctx: &UblkIOCtx, buf: &IoBuf<u8>, lu: &LogicalUnit, reads: Reads, counters: &UblkCounters) {
     let iod = q.get_iod(tag);
     let op = iod.op_flags & 0xff;
     let off = iod.start_sector << 9;
@@ -439,6 +497,11 @@ fn handle_io(q: &UblkQueue, tag: u16, ctx: &UblkIOCtx, buf: &IoBuf<u8>, lu: &Log
         -libc::EINVAL
     } else {
         match op {
+            sys::UBLK_IO_OP_READ if reads == Reads::Inline => {
+                counters.read_bytes.fetch_add(len as u64, Ordering::Relaxed);
+                // SAFETY: this tag's buffer, IO_BUF_BYTES >= len, used by this request only.
+                pread_full(lu.raw_fd(), unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), len) }, off)
+            }
             sys::UBLK_IO_OP_READ => {
                 counters.read_bytes.fetch_add(len as u64, Ordering::Relaxed);
                 let sqe = opcode::Read::new(types::Fd(lu.raw_fd()), buf.as_mut_ptr(), len as u32)
