@@ -112,7 +112,7 @@ BRIDGE_KNOBS = {"bridge-fd": 15, "bridge-hello": 2, "bridge-maxage": 20,
 PORT_KNOBS = {"bridge-arp-nd-suppress": False, "bridge-unicast-flood": True,
               "bridge-multicast-flood": True, "bridge-broadcast-flood": True,
               "bridge-portmcrouter": 1, "bridge-portmcfl": False, "bridge-portprios": 32,
-              "bridge-pathcosts": 2}
+              "bridge-pathcosts": 2, "bridge-l2protocol-tunnel": 0}
 VXLAN_KNOBS = {"vxlan-ageing": 300, "vxlan-ttl": 0}
 
 EXPECTED = [
