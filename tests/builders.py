@@ -49,3 +49,8 @@ def compiled(tmp_path, text: str, name: str = "interfaces") -> Compiled:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
     return compile_config(ConfigSource(path=str(path)))
+
+
+def brought_up(result: Compiled) -> set[str]:
+    """The names of the interfaces a compiled config brings up (auto, or needed by one)."""
+    return {name for (_, name), obj in result.model.interfaces.items() if obj.auto}

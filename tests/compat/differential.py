@@ -160,14 +160,21 @@ def host_kinds() -> set[str]:
     return set(proc.stdout.split())
 
 
+def write_spec(work: str, tool: str, path: Path, ports: list[str], takeover: bool) -> str:
+    """What the inner half runs, written into WORK; the caller's namespaces go with it, so
+    the inner half can refuse to run unless its own differ."""
+    spec = {"tool": tool, "file": str(path.resolve()), "ports": ports, "work": work,
+            "takeover": takeover, "outer_net": os.stat("/proc/self/ns/net").st_ino,
+            "outer_mnt": os.stat("/proc/self/ns/mnt").st_ino}
+    spec_path = os.path.join(work, "spec.json")
+    Path(spec_path).write_text(json.dumps(spec))
+    return spec_path
+
+
 def sandbox(tool: str, path: Path, ports: list[str], takeover: bool) -> dict:
     """Run the inner half in fresh namespaces; return what it wrote."""
     with tempfile.TemporaryDirectory(prefix="netcfg-compat-") as work:
-        spec = {"tool": tool, "file": str(path.resolve()), "ports": ports, "work": work,
-                "takeover": takeover, "outer_net": os.stat("/proc/self/ns/net").st_ino,
-                "outer_mnt": os.stat("/proc/self/ns/mnt").st_ino}
-        spec_path = os.path.join(work, "spec.json")
-        Path(spec_path).write_text(json.dumps(spec))
+        spec_path = write_spec(work, tool, path, ports, takeover)
         proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
                                sys.executable, __file__, "--inner", spec_path],
                               capture_output=True, text=True, timeout=TIMEOUT)

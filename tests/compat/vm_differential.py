@@ -154,11 +154,7 @@ class Warm:
     def sandbox(self, tool: str, path: Path, ports: list[str], takeover: bool) -> dict:
         """differential.sandbox, as a fork that unshares instead of `unshare` + python."""
         with tempfile.TemporaryDirectory(prefix="netcfg-compat-") as work:
-            spec = {"tool": tool, "file": str(path.resolve()), "ports": ports, "work": work,
-                    "takeover": takeover, "outer_net": os.stat("/proc/self/ns/net").st_ino,
-                    "outer_mnt": os.stat("/proc/self/ns/mnt").st_ino}
-            spec_path = os.path.join(work, "spec.json")
-            Path(spec_path).write_text(json.dumps(spec))
+            spec_path = dt.write_spec(work, tool, path, ports, takeover)
 
             def body() -> int:
                 unshare(CLONE_NEWNET | CLONE_NEWNS)

@@ -4,7 +4,7 @@ references once, and the bring-up walks those records transitively."""
 
 from __future__ import annotations
 
-from builders import compiled
+from builders import brought_up, compiled
 
 
 def test_dependencies_of_dependencies_come_up(tmp_path):
@@ -21,7 +21,7 @@ def test_dependencies_of_dependencies_come_up(tmp_path):
         iface vmbr1
             bridge-ports eno3
         """)
-    up = {name for (_, name), obj in result.model.interfaces.items() if obj.auto}
+    up = brought_up(result)
     assert up == {"vmbr0", "bond0.10", "bond0", "eno1", "eno2"}
     assert result.warnings == []
 
@@ -37,7 +37,7 @@ def test_link_down_stops_the_chain_with_one_warning(tmp_path):
         iface vmbr0
             bridge-ports bond0.10
         """)
-    up = {name for (_, name), obj in result.model.interfaces.items() if obj.auto}
+    up = brought_up(result)
     assert up == {"vmbr0", "bond0.10"}
     assert [w.format().split(": warning: ")[1] for w in result.warnings] == [
         f"bond0: 'link-down yes' keeps it down, and bond0.10 (vlan-raw-device, "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import textwrap
 
-from builders import compiled
+from builders import brought_up, compiled
 
 
 def test_ports_and_lower_devices_of_an_up_device_come_up(tmp_path):
@@ -20,7 +20,7 @@ def test_ports_and_lower_devices_of_an_up_device_come_up(tmp_path):
         auto eno3.30
         iface eno3.30
         """)
-    up = {name for (_, name), obj in result.model.interfaces.items() if obj.auto}
+    up = brought_up(result)
     assert up == {"vmbr0", "eno1", "eno2", "eno2.20", "eno3", "eno3.30"}
     assert result.warnings == []
 
