@@ -151,7 +151,7 @@ test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane tes
 # booted with virtme-ng under qemu (TCG: ~40 s to boot). Root only; inside the
 # VM the tests run in a private network namespace as on the host.
 VM_KERNEL_PKG := linux-image-6.12-amd64
-VM_PACKAGES := $(VM_KERNEL_PKG) qemu-system-x86 busybox-static iputils-ping fio
+VM_PACKAGES := $(VM_KERNEL_PKG) qemu-system-x86 busybox-static iputils-ping fio kmod
 # The two test_read.py tests stay beside the read-back helpers they share.
 VM_TESTS := tests/vm \
 	tests/kernel/test_read.py::test_vlan_aware_bridge_port_vlans_and_vni_map \

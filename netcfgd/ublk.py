@@ -289,7 +289,10 @@ class UblkService:
         except OSError as e:
             if not self._probed:
                 self._probed = True
-                subprocess.run(["modprobe", "-q", "ublk_drv"], capture_output=True, check=False)
+                try:
+                    subprocess.run(["modprobe", "-q", "ublk_drv"], capture_output=True, check=False)
+                except OSError:
+                    pass    # no kmod on this host: the status line below says what is missing
                 return self._driver()
             self.unavailable = _why(e)
             return False
