@@ -110,15 +110,9 @@ struct Probe {
     ops: [ProbeOp; 64],
 }
 
-/// One transfer: `len` bytes between `buf` and `fd` at `offset`.
-#[derive(Clone, Copy, Debug)]
-pub struct Op {
-    pub fd: RawFd,
-    pub write: bool,
-    pub offset: u64,
-    pub buf: *mut u8,
-    pub len: u32,
-}
+/// One transfer: the data path's own `Op` (the same fields this ring had),
+/// so both rings in examples/hotpaths.rs run the very same batch.
+pub use _dataplane::uring::Op;
 
 struct Map {
     ptr: *mut libc::c_void,
@@ -350,53 +344,4 @@ fn probe(fd: RawFd) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    #[test]
-    fn reads_and_writes_in_one_batch() {
-        let ring = Ring::new(8);
-        let mut ring = match ring {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("SKIPPED: io_uring unavailable here: {e}");
-                return;
-            }
-        };
-        let path = std::env::temp_dir().join(format!("netcfgd-uring-test-{}", std::process::id()));
-        let mut f = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path).unwrap();
-        f.write_all(&(0..=255u8).cycle().take(64 * 1024).collect::<Vec<u8>>()).unwrap();
-        let fd = f.as_raw_fd();
-        // 20 ops on an 8-entry ring: three chunks.
-        let mut bufs: Vec<Vec<u8>> = (0..20).map(|_| vec![0u8; 512]).collect();
-        bufs[3] = vec![7u8; 512];
-        let ops: Vec<Op> = bufs
-            .iter_mut()
-            .enumerate()
-            .map(|(i, b)| Op { fd, write: i == 3, offset: (i as u64) * 1000, buf: b.as_mut_ptr(), len: 512 })
-            .collect();
-        let mut results = Vec::new();
-        unsafe { ring.run(&ops, &mut results) }.unwrap();
-        for (i, r) in results.iter().enumerate() {
-            assert_eq!(*r.as_ref().unwrap().as_ref().unwrap(), 512, "op {i}");
-            if i != 3 {
-                assert_eq!(bufs[i][0], ((i * 1000) % 256) as u8);
-            }
-        }
-        let mut back = vec![0u8; 512];
-        use std::os::unix::fs::FileExt;
-        f.read_exact_at(&mut back, 3000).unwrap();
-        assert_eq!(back, vec![7u8; 512]);
-        // A bad fd fails that op only.
-        let mut b = vec![0u8; 16];
-        let ops = [Op { fd: -1, write: false, offset: 0, buf: b.as_mut_ptr(), len: 16 }];
-        unsafe { ring.run(&ops, &mut results) }.unwrap();
-        assert_eq!(results[0].as_ref().unwrap().as_ref().unwrap_err().raw_os_error(), Some(libc::EBADF));
-        assert!(ring.enters >= 4);
-        let _ = std::fs::remove_file(&path);
-    }
 }

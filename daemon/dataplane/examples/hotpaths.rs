@@ -1,7 +1,8 @@
 //! Same-run comparison of the data path's hot helpers against the
-//! hand-written versions they replaced (kept, as they were, under
-//! bench/dataplane/baseline/): CRC32C on iSCSI-sized buffers, MD5 on
-//! CHAP-sized inputs, and the io_uring batch of backing reads.
+//! hand-written versions they replaced (kept under bench/dataplane/baseline/,
+//! as they were but for their unit tests, which the current modules carry,
+//! and the ring's `Op`, which is now the crate's): CRC32C on iSCSI-sized
+//! buffers, MD5 on CHAP-sized inputs, and the io_uring batch of backing reads.
 //!
 //!     cd daemon/dataplane && cargo run --release --no-default-features --example hotpaths [-- ROUNDS]
 //!
@@ -10,8 +11,8 @@
 //! docs/benchmarks.md, "Hot paths on the crates".
 
 use std::hint::black_box;
-use std::io::Write;
-use std::os::fd::AsRawFd;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use _dataplane::{digest, md5, uring};
@@ -50,6 +51,20 @@ fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// One pass of a ring case: a 4 KiB read per offset, each into its own
+/// 4 KiB of `bufs`, submitted and reaped by `run` (either ring: the baseline
+/// takes the crate's `Op`); every read must return its whole 4 KiB.
+fn read_batch(fd: RawFd, offsets: &[u64], bufs: &mut [u8], run: impl FnOnce(&[uring::Op], &mut Vec<Option<io::Result<usize>>>) -> io::Result<()>) {
+    let ops: Vec<uring::Op> = offsets
+        .iter()
+        .zip(bufs.chunks_mut(4096))
+        .map(|(&offset, b)| uring::Op { fd, write: false, offset, buf: b.as_mut_ptr(), len: 4096 })
+        .collect();
+    let mut results = Vec::new();
+    run(&ops, &mut results).expect("ring");
+    assert!(results.iter().all(|r| matches!(r, Some(Ok(4096)))));
 }
 
 struct Case {
@@ -128,27 +143,14 @@ fn main() {
             bytes: qd * 4096,
             ours: Box::new(move || {
                 let _keep = &f1;
-                let ops: Vec<old_uring::Op> = o1
-                    .iter()
-                    .zip(b1.chunks_mut(4096))
-                    .map(|(&offset, b)| old_uring::Op { fd, write: false, offset, buf: b.as_mut_ptr(), len: 4096 })
-                    .collect();
-                let mut results = Vec::new();
-                // SAFETY: each op's buffer is a distinct 4 KiB of b1, untouched during run.
-                unsafe { old_ring.run(&ops, &mut results) }.expect("ring");
-                assert!(results.iter().all(|r| matches!(r, Some(Ok(4096)))));
+                // SAFETY: each op's buffer is a distinct 4 KiB of b1, which
+                // read_batch holds, untouched, until run returns.
+                read_batch(fd, &o1, &mut b1, |ops, results| unsafe { old_ring.run(ops, results) });
             }),
             krate: Box::new(move || {
                 let _keep = &f2;
-                let ops: Vec<uring::Op> = o2
-                    .iter()
-                    .zip(b2.chunks_mut(4096))
-                    .map(|(&offset, b)| uring::Op { fd, write: false, offset, buf: b.as_mut_ptr(), len: 4096 })
-                    .collect();
-                let mut results = Vec::new();
                 // SAFETY: as above, with b2.
-                unsafe { new_ring.run(&ops, &mut results) }.expect("ring");
-                assert!(results.iter().all(|r| matches!(r, Some(Ok(4096)))));
+                read_batch(fd, &o2, &mut b2, |ops, results| unsafe { new_ring.run(ops, results) });
             }),
         });
     }
