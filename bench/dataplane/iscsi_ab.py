@@ -19,7 +19,6 @@ import argparse
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -92,40 +91,21 @@ def main() -> int:
         targets = [Build("before", a.before, backing, a.threads), Build("after", a.after, backing, a.threads)]
         if not a.no_tgt:
             targets.append(iscsi.Tgt(backing))
-        results = {(w, t.name): {"iops": [], "cpu_us": []} for w in WORKLOADS for t in targets}
-        for t in targets:
-            iscsi.perf(t.url, WORKLOADS["4k-randread-qd32"], 2)
-            iscsi.perf(t.url, WORKLOADS["4k-randwrite-qd32"], 2)
-        for rnd in range(a.rounds):
-            for workload, spec in WORKLOADS.items():
-                order = targets if rnd % 2 == 0 else targets[::-1]
-                for t in order:
-                    before = iscsi.cpu_ticks(t.pid)
-                    iops = iscsi.perf(url_for(t, workload), spec, a.seconds)
-                    cpu = (iscsi.cpu_ticks(t.pid) - before) / iscsi.TICK
-                    r = results[(workload, t.name)]
-                    r["iops"].append(iops)
-                    r["cpu_us"].append(cpu * 1e6 / (iops * a.seconds))
+        results = iscsi.interleaved_rounds(targets, WORKLOADS, a.rounds, a.seconds, url_for)
     finally:
         for t in targets:
             t.stop()
         os.unlink(backing)
+
+    def summary(workload: str, iops: dict[str, float]) -> str:
+        line = f"{workload:26} after/before = {iops['after'] / iops['before']:.3f}"
+        if not a.no_tgt:
+            line += f", after/tgt = {iops['after'] / iops['tgt']:.2f}"
+        return line
+
     print(f"# {a.rounds} interleaved rounds x {a.seconds} s, loopback, {a.size_mib} MiB file, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'workload':26} {'target':8} {'IOPS (median)':>14} {'MB/s':>8} {'CPU us/IO':>10}  runs")
-    for workload, (_, args) in WORKLOADS.items():
-        block = int(args[args.index("-b") + 1]) * 512
-        for t in targets:
-            r = results[(workload, t.name)]
-            iops = statistics.median(r["iops"])
-            print(f"{workload:26} {t.name:8} {iops:14.0f} {iops * block / 1e6:8.0f} "
-                  f"{statistics.median(r['cpu_us']):10.1f}  {', '.join(f'{x:.0f}' for x in r['iops'])}")
-        old = statistics.median(results[(workload, "before")]["iops"])
-        new = statistics.median(results[(workload, "after")]["iops"])
-        line = f"{workload:26} after/before = {new / old:.3f}"
-        if not a.no_tgt:
-            line += f", after/tgt = {new / statistics.median(results[(workload, 'tgt')]['iops']):.2f}"
-        print(line)
+    iscsi.print_table(results, targets, WORKLOADS, (26, 8), summary)
     return 0
 
 

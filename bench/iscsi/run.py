@@ -158,6 +158,49 @@ def syscalls_per_io(target, workload: tuple[str, list[str]], seconds: int) -> fl
     return int(total.group(1)) / (iops * seconds) if total else float("nan")
 
 
+def interleaved_rounds(targets, workloads: dict[str, tuple[str, list[str]]], rounds: int,
+                       seconds: int, url_for=lambda target, workload: target.url) -> dict:
+    """Warm every target up (page cache, sessions), then run each workload on
+    each target ``rounds`` times, the targets' order alternating from round
+    to round. {(workload, target name): {"iops": [per run], "cpu_us": [the
+    target's CPU time per I/O, per run]}}. ``url_for`` may add URL arguments
+    per workload (bench/dataplane/iscsi_ab.py's header digests)."""
+    results = {(w, t.name): {"iops": [], "cpu_us": []} for w in workloads for t in targets}
+    for t in targets:
+        perf(t.url, WORKLOADS["4k-randread-qd32"], 2)
+        perf(t.url, WORKLOADS["4k-randwrite-qd32"], 2)
+    for rnd in range(rounds):
+        for workload, spec in workloads.items():
+            order = targets if rnd % 2 == 0 else targets[::-1]
+            for t in order:
+                before = cpu_ticks(t.pid)
+                iops = perf(url_for(t, workload), spec, seconds)
+                cpu = (cpu_ticks(t.pid) - before) / TICK
+                r = results[(workload, t.name)]
+                r["iops"].append(iops)
+                r["cpu_us"].append(cpu * 1e6 / (iops * seconds))
+    return results
+
+
+def print_table(results: dict, targets, workloads: dict[str, tuple[str, list[str]]],
+                widths: tuple[int, int], summary) -> None:
+    """interleaved_rounds' results: per workload a row per target (median
+    IOPS, MB/s, median CPU time per I/O, every run's IOPS), then the line
+    ``summary(workload, {target name: median IOPS})`` returns. ``widths``:
+    the workload and target columns'."""
+    wide, tw = widths
+    print(f"{'workload':{wide}} {'target':{tw}} {'IOPS (median)':>14} {'MB/s':>8} {'CPU us/IO':>10}  runs")
+    for workload, (_, args) in workloads.items():
+        block = int(args[args.index("-b") + 1]) * 512
+        medians = {}
+        for t in targets:
+            r = results[(workload, t.name)]
+            iops = medians[t.name] = statistics.median(r["iops"])
+            print(f"{workload:{wide}} {t.name:{tw}} {iops:14.0f} {iops * block / 1e6:8.0f} "
+                  f"{statistics.median(r['cpu_us']):10.1f}  {', '.join(f'{x:.0f}' for x in r['iops'])}")
+        print(summary(workload, medians))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -188,22 +231,9 @@ def main() -> int:
     targets = [Ours(so, backing, a.threads), Tgt(backing)]
     if a.compare_sync:
         targets += [Ours(so, backing, a.threads, v) for v in VARIANTS]
-    results = {(w, t.name): {"iops": [], "cpu_us": []} for w in WORKLOADS for t in targets}
     syscalls = {}
     try:
-        for t in targets:            # warm up: page cache, sessions
-            perf(t.url, WORKLOADS["4k-randread-qd32"], 2)
-            perf(t.url, WORKLOADS["4k-randwrite-qd32"], 2)
-        for rnd in range(a.rounds):
-            for workload, spec in WORKLOADS.items():
-                order = targets if rnd % 2 == 0 else targets[::-1]
-                for t in order:
-                    before = cpu_ticks(t.pid)
-                    iops = perf(t.url, spec, a.seconds)
-                    cpu = (cpu_ticks(t.pid) - before) / TICK
-                    r = results[(workload, t.name)]
-                    r["iops"].append(iops)
-                    r["cpu_us"].append(cpu * 1e6 / (iops * a.seconds))
+        results = interleaved_rounds(targets, WORKLOADS, a.rounds, a.seconds)
         if a.syscalls:
             for workload in ("4k-randread-qd32", "4k-randwrite-qd32"):
                 for t in targets:
@@ -214,17 +244,9 @@ def main() -> int:
         os.unlink(backing)
     print(f"# {a.rounds} interleaved rounds x {a.seconds} s, loopback, {a.size_mib} MiB file, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'workload':20} {'target':12} {'IOPS (median)':>14} {'MB/s':>8} {'CPU us/IO':>10}  runs")
-    for workload, (_, args) in WORKLOADS.items():
-        block = int(args[args.index("-b") + 1]) * 512
-        for t in targets:
-            r = results[(workload, t.name)]
-            iops = statistics.median(r["iops"])
-            print(f"{workload:20} {t.name:12} {iops:14.0f} {iops * block / 1e6:8.0f} "
-                  f"{statistics.median(r['cpu_us']):10.1f}  {', '.join(f'{x:.0f}' for x in r['iops'])}")
-        ours = statistics.median(results[(workload, "netcfgd")]["iops"])
-        tgt = statistics.median(results[(workload, "tgt")]["iops"])
-        print(f"{workload:20} ratio netcfgd/tgt = {ours / tgt:.2f}")
+    print_table(results, targets, WORKLOADS, (20, 12),
+                lambda workload, iops: f"{workload:20} ratio netcfgd/tgt = "
+                                       f"{iops['netcfgd'] / iops['tgt']:.2f}")
     for (workload, name), n in syscalls.items():
         print(f"syscalls per I/O ({workload}, {name}, under strace): {n:.2f}")
     return 0
