@@ -36,11 +36,18 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"expected yes or no, got '{text}'")
 
 
-def parse_int(text: str) -> int:
+def _whole_number(text: str, base: int, error: str) -> int:
+    """``int(text, base)``, or a ValueError saying ``error`` with the text in
+    place of its ``{}`` (formatted only on failure: parse_int runs for every
+    integer attribute)."""
     try:
-        return int(text, 10)
+        return int(text, base)
     except ValueError:
-        raise ValueError(f"expected a whole number, got '{text}'") from None
+        raise ValueError(error.format(text)) from None
+
+
+def parse_int(text: str) -> int:
+    return _whole_number(text, 10, "expected a whole number, got '{}'")
 
 
 def _canonical_ipv4(text: str) -> bool:
@@ -280,18 +287,11 @@ def parse_l2protocols(text: str) -> int:
                              f"01:80:C2:00:00:0X groups: write some of "
                              f"{' '.join(L2PROTOCOL_BITS)}")
         elif word.startswith("0x"):
-            mask |= _hex_mask(word)
+            mask |= _whole_number(word, 16, "'{}' is not a hexadecimal mask")
         else:
             raise ValueError(f"expected {', '.join(L2PROTOCOL_BITS)} (or a mask like "
                              f"0x4005), got '{word}'")
     return mask
-
-
-def _hex_mask(word: str) -> int:
-    try:
-        return int(word, 16)
-    except ValueError:
-        raise ValueError(f"'{word}' is not a hexadecimal mask") from None
 
 
 def format_l2protocols(mask: int) -> str:
