@@ -1,16 +1,18 @@
 """ifupdown2's implicit behaviour at compile time (issue 12, docs/compat.md):
-what an up device needs comes up with it, and what stays down is said."""
+what an up device needs comes up with it, transitively, and what stays down
+is said."""
 
 from __future__ import annotations
 
 import copy
 import textwrap
 
+import pytest
 from builders import brought_up, compiled
 
 
-def test_ports_and_lower_devices_of_an_up_device_come_up(tmp_path):
-    result = compiled(tmp_path, """\
+@pytest.mark.parametrize("text, up", [
+    pytest.param("""\
         iface eno1 inet manual
         iface eno2 inet manual
         iface eno3 inet manual
@@ -19,9 +21,28 @@ def test_ports_and_lower_devices_of_an_up_device_come_up(tmp_path):
             bridge-ports eno1 eno2.20
         auto eno3.30
         iface eno3.30
-        """)
-    up = brought_up(result)
-    assert up == {"vmbr0", "eno1", "eno2", "eno2.20", "eno3", "eno3.30"}
+        """, {"vmbr0", "eno1", "eno2", "eno2.20", "eno3", "eno3.30"},
+        id="ports-and-lower-devices"),
+    # Validate records what each object needs while resolving references
+    # once; the bring-up walks those records transitively (vmbr1 is not auto).
+    pytest.param("""\
+        iface eno1 inet manual
+        iface eno2 inet manual
+        iface bond0
+            bond-slaves eno1 eno2
+        iface bond0.10
+        auto vmbr0
+        iface vmbr0
+            bridge-ports bond0.10
+        iface eno3 inet manual
+        iface vmbr1
+            bridge-ports eno3
+        """, {"vmbr0", "bond0.10", "bond0", "eno1", "eno2"},
+        id="dependencies-of-dependencies"),
+])
+def test_what_an_up_device_needs_comes_up(tmp_path, text, up):
+    result = compiled(tmp_path, text)
+    assert brought_up(result) == up
     assert result.warnings == []
 
 
@@ -47,6 +68,25 @@ def test_a_needed_device_with_link_down_is_a_warning(tmp_path):
         f"{tmp_path}/interfaces:2: warning: eno1: 'link-down yes' keeps it down, and vmbr0 "
         f"(bridge-ports, {tmp_path}/interfaces:5) needs it up: vmbr0 will carry no traffic "
         f"through it"]
+
+
+def test_link_down_stops_the_chain_with_one_warning(tmp_path):
+    result = compiled(tmp_path, """\
+        iface eno1 inet manual
+        iface bond0
+            bond-slaves eno1
+            link-down yes
+        iface bond0.10
+        auto vmbr0
+        iface vmbr0
+            bridge-ports bond0.10
+        """)
+    up = brought_up(result)
+    assert up == {"vmbr0", "bond0.10"}
+    assert [w.format().split(": warning: ")[1] for w in result.warnings] == [
+        f"bond0: 'link-down yes' keeps it down, and bond0.10 (vlan-raw-device, "
+        f"{result.model.iface('', 'bond0.10').where('vlan-raw-device')}) needs it up: "
+        f"bond0.10 will carry no traffic through it"]
 
 
 def test_an_address_on_a_device_left_down_is_a_warning(tmp_path):
