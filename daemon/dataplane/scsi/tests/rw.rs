@@ -8,10 +8,14 @@ fn write_then_read_every_size() {
     let f = fixture();
     let data = pattern(3, 7);
     f.ok(&cdb10(WRITE_10, 0, 10, 3), &data);
-    assert_eq!(f.ok(&cdb10(READ_10, 0, 10, 3), &[]), data);
-    assert_eq!(f.ok(&cdb12(READ_12, 0, 10, 3), &[]), data);
-    assert_eq!(f.ok(&cdb16(READ_16, 0, 10, 3), &[]), data);
-    assert_eq!(f.ok(&[READ_6, 0, 0, 10, 3, 0], &[]), data);
+    for read in [
+        cdb10(READ_10, 0, 10, 3).to_vec(),
+        cdb12(READ_12, 0, 10, 3).to_vec(),
+        cdb16(READ_16, 0, 10, 3).to_vec(),
+        vec![READ_6, 0, 0, 10, 3, 0],
+    ] {
+        assert_eq!(f.ok(&read, &[]), data, "opcode {:#04x}", read[0]);
+    }
 
     let d2 = pattern(2, 99);
     f.ok(&cdb16(WRITE_16, 0, BLOCKS - 2, 2), &d2);
@@ -115,10 +119,11 @@ fn verify_bytchk_modes() {
 fn write_and_verify_writes() {
     let f = fixture();
     let d = pattern(2, 21);
-    f.ok(&cdb10(WRITE_AND_VERIFY_10, 0x02, 7, 2), &d);
-    assert_eq!(f.ok(&cdb10(READ_10, 0, 7, 2), &[]), d);
-    f.ok(&cdb10(WRITE_AND_VERIFY_10, 0, 9, 2), &d);
-    assert_eq!(f.ok(&cdb10(READ_10, 0, 9, 2), &[]), d);
+    // Both BYTCHK=1 (compared with the Data-Out) and BYTCHK=0 write the data.
+    for (bytchk, lba) in [(0x02, 7), (0, 9)] {
+        f.ok(&cdb10(WRITE_AND_VERIFY_10, bytchk, lba, 2), &d);
+        assert_eq!(f.ok(&cdb10(READ_10, 0, lba, 2), &[]), d);
+    }
 }
 
 fn caw(lba: u64, blocks: u8) -> [u8; 16] {
