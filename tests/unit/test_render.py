@@ -73,18 +73,13 @@ def test_variables_and_for_loop_map_to_template_lines(tmp_path):
     )
     source = Renderer([], {"mtu": 9000}).render_file(path)
     assert source.name == path
+    # Each pass of the loop maps to the same template lines 3-6.
+    def port(i: int) -> list:
+        return [(f"auto swp{i}", (path, 3)), (f"iface swp{i}", (path, 4)),
+                ("    mtu 9000", (path, 5)), (f"    alias port {i}", (path, 6))]
+
     assert lines_with_locations(source) == [
-        ("# ports", (path, 1)),
-        ("auto swp1", (path, 3)),
-        ("iface swp1", (path, 4)),
-        ("    mtu 9000", (path, 5)),
-        ("    alias port 1", (path, 6)),
-        ("auto swp2", (path, 3)),
-        ("iface swp2", (path, 4)),
-        ("    mtu 9000", (path, 5)),
-        ("    alias port 2", (path, 6)),
-        ("iface last", (path, 8)),
-    ]
+        ("# ports", (path, 1)), *port(1), *port(2), ("iface last", (path, 8))]
 
 
 def test_namespace_def_lines_map_to_the_library_file(tmp_path):
@@ -187,9 +182,12 @@ def test_library_reused_across_renders(tmp_path):
         assert lines_with_locations(source) == [(f"iface swp{k}", (lib_file, 1))]
 
 
-def test_undefined_variable_names_it_at_its_use(tmp_path):
-    path = write(
-        tmp_path / "t.tmpl",
+# A case: the library's p.tmpl (None: there is no library), the template
+# t.tmpl, its variables, where the error is reported (file, line) and what it
+# says.
+@pytest.mark.parametrize("library, template, variables, where, message", [
+    pytest.param(
+        None,
         """\
         auto lo
         % for v in vlans:
@@ -197,41 +195,46 @@ def test_undefined_variable_names_it_at_its_use(tmp_path):
             vlan-id ${vlanz}
         % endfor
         """,
-    )
-    diag = render_error(Renderer([], {"vlans": [10]}), path)
-    assert diag.loc == SourceLocation(path, 4)
-    assert diag.message == (
-        "template error: NameError: name 'vlanz' is not defined\n    vlan-id ${vlanz}"
-    )
-
-
-def test_undefined_variable_in_a_library_def(tmp_path):
-    lib = tmp_path / "lib"
-    lib_file = write(
-        lib / "p.tmpl",
+        {"vlans": [10]}, ("t.tmpl", 4),
+        "template error: NameError: name 'vlanz' is not defined\n    vlan-id ${vlanz}",
+        id="undefined-variable-named-at-its-use"),
+    pytest.param(
         """\
         <%def name="port(n)">
         iface swp${n}
             mtu ${port_mtu}
         </%def>
         """,
-    )
-    path = write(tmp_path / "t.tmpl", '<%namespace name="p" file="p.tmpl"/>\n${p.port(1)}\n')
-    diag = render_error(Renderer([str(lib)], {}), path)
-    assert diag.loc == SourceLocation(lib_file, 3)
-    assert diag.message == (
-        "template error: NameError: name 'port_mtu' is not defined\n    mtu ${port_mtu}"
-    )
-
-
-def test_syntax_error_location(tmp_path):
-    path = write(tmp_path / "t.tmpl", "auto lo\n% for v in vlans:\niface vlan${v}\n")
-    diag = render_error(Renderer([], {"vlans": []}), path)
-    assert diag.loc == SourceLocation(path, 2)
-    assert diag.message == (
+        '<%namespace name="p" file="p.tmpl"/>\n${p.port(1)}\n', {}, ("lib/p.tmpl", 3),
+        "template error: NameError: name 'port_mtu' is not defined\n    mtu ${port_mtu}",
+        id="undefined-variable-in-a-library-def"),
+    pytest.param(
+        None, "auto lo\n% for v in vlans:\niface vlan${v}\n", {"vlans": []}, ("t.tmpl", 2),
         "template error: SyntaxException: Unterminated control keyword: 'for'\n"
-        "    % for v in vlans:"
-    )
+        "    % for v in vlans:",
+        id="syntax-error"),
+    pytest.param(
+        None, "auto lo\niface lo\n    mtu ${1 // zero}\n", {"zero": 0}, ("t.tmpl", 3),
+        "template error: ZeroDivisionError: integer division or modulo by zero\n"
+        "    mtu ${1 // zero}",
+        id="runtime-exception"),
+    pytest.param(
+        '<%def name="vid(v)">\n% if v > 4094:\n<% raise ValueError("vid %d too big" % v) %>\n'
+        "% endif\nvlan-id ${v}\n</%def>\n",
+        '<%namespace name="p" file="p.tmpl"/>\niface v\n    ${p.vid(5000)}\n', {}, ("lib/p.tmpl", 3),
+        "template error: ValueError: vid 5000 too big\n"
+        '    <% raise ValueError("vid %d too big" % v) %>',
+        id="runtime-exception-inside-a-library-def"),
+])
+def test_a_template_error_names_its_line(tmp_path, library, template, variables, where, message):
+    lookup = []
+    if library is not None:
+        write(tmp_path / "lib" / "p.tmpl", library)
+        lookup = [str(tmp_path / "lib")]
+    path = write(tmp_path / "t.tmpl", template)
+    diag = render_error(Renderer(lookup, variables), path)
+    assert diag.loc == SourceLocation(str(tmp_path / where[0]), where[1])
+    assert diag.message == message
 
 
 def test_syntax_error_in_library_template(tmp_path):
@@ -242,32 +245,6 @@ def test_syntax_error_in_library_template(tmp_path):
     assert diag.loc == SourceLocation(lib_file, 3)
     assert diag.message.startswith("template error: SyntaxException: ")
     assert diag.message.endswith("\n    ${f(}")
-
-
-def test_runtime_exception_location(tmp_path):
-    path = write(tmp_path / "t.tmpl", "auto lo\niface lo\n    mtu ${1 // zero}\n")
-    diag = render_error(Renderer([], {"zero": 0}), path)
-    assert diag.loc == SourceLocation(path, 3)
-    assert diag.message == (
-        "template error: ZeroDivisionError: integer division or modulo by zero\n"
-        "    mtu ${1 // zero}"
-    )
-
-
-def test_runtime_exception_inside_library_def(tmp_path):
-    lib = tmp_path / "lib"
-    lib_file = write(
-        lib / "p.tmpl",
-        '<%def name="vid(v)">\n% if v > 4094:\n<% raise ValueError("vid %d too big" % v) %>\n'
-        "% endif\nvlan-id ${v}\n</%def>\n",
-    )
-    path = write(tmp_path / "t.tmpl", '<%namespace name="p" file="p.tmpl"/>\niface v\n    ${p.vid(5000)}\n')
-    diag = render_error(Renderer([str(lib)], {}), path)
-    assert diag.loc == SourceLocation(lib_file, 3)
-    assert diag.message == (
-        "template error: ValueError: vid 5000 too big\n"
-        '    <% raise ValueError("vid %d too big" % v) %>'
-    )
 
 
 def test_missing_library_template_is_located(tmp_path):
