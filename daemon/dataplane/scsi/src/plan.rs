@@ -19,8 +19,8 @@ use std::os::unix::io::RawFd;
 use std::sync::{Arc, RwLockReadGuard};
 
 use crate::locks;
-use crate::sense::{self, Sense};
-use crate::target::Lun;
+use crate::sense;
+use crate::target::{failed, Lun};
 use crate::{status, Completion};
 
 /// What `Target::plan` decided for one command.
@@ -118,10 +118,6 @@ impl BlockIo {
 
 fn good() -> Completion {
     Completion { status: status::GOOD, sense: Vec::new() }
-}
-
-fn failed(s: Sense) -> Completion {
-    Completion { status: status::CHECK_CONDITION, sense: s.to_fixed() }
 }
 
 /// The shared write-order lock of every unit that a set of planned writes

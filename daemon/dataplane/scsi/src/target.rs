@@ -187,49 +187,40 @@ impl Target {
         data_in: &mut Vec<u8>,
     ) -> Completion {
         data_in.clear();
-        match self.dispatch(lun, nexus, cdb, data_out, data_in) {
+        let result = match self.admit(lun, nexus, cdb, data_in) {
+            Ok((slot, info)) => {
+                let mut cmd =
+                    Cmd { lun: &slot, lu: &slot.lu, nexus, cdb, data_out, data_in, target: self };
+                (info.handler)(&mut cmd)
+            }
+            Err(done) => done,
+        };
+        match result {
             Ok(status) => Completion { status, sense: Vec::new() },
             Err(s) => {
                 data_in.clear();
-                Completion { status: status::CHECK_CONDITION, sense: s.to_fixed() }
+                failed(s)
             }
         }
     }
 
     /// The split path (docs/scsi.md, "Split I/O"): for a plain READ or
-    /// WRITE (6/10/12/16) runs the same checks as `execute` and returns the
-    /// transfer to perform (`Plan::Io`) or the answer (`Plan::Done`); for
-    /// anything else, and for writes that must be synced before status,
-    /// `Plan::Execute` without side effects. `data_out_len` is how many
-    /// Data-Out bytes the transport holds for a write.
+    /// WRITE (6/10/12/16) runs the same checks as `execute` (`admit`) and
+    /// returns the transfer to perform (`Plan::Io`) or the answer
+    /// (`Plan::Done`); for anything else, and for writes that must be synced
+    /// before status, `Plan::Execute` without side effects. `data_out_len`
+    /// is how many Data-Out bytes the transport holds for a write.
     pub fn plan(&self, lun: u64, nexus: &Nexus, cdb: &[u8], data_out_len: usize) -> Plan {
         match cdb.first() {
             Some(&op) if crate::rw::is_plain(op) => {}
             _ => return Plan::Execute,
         }
-        self.note_nexus(nexus);
-        let slot = match self.lun(lun) {
-            Some(slot) => slot,
-            None => return Plan::Done(failed(sense::LOGICAL_UNIT_NOT_SUPPORTED)),
+        // A plain READ or WRITE has no Data-In before its handler runs.
+        let slot = match self.admit(lun, nexus, cdb, &mut Vec::new()) {
+            Ok((slot, _)) => slot,
+            Err(Ok(status)) => return Plan::Done(Completion { status, sense: Vec::new() }),
+            Err(Err(s)) => return Plan::Done(failed(s)),
         };
-        let info = match opcodes::lookup(cdb) {
-            Some(info) => info,
-            None => return Plan::Execute,
-        };
-        if cdb.len() < info.cdb_len() {
-            return Plan::Done(failed(Sense::invalid_cdb_field(0, None)));
-        }
-        if !info.ua_exempt {
-            if let Some(ua) = slot.unit_attentions.take(nexus) {
-                return Plan::Done(failed(ua));
-            }
-        }
-        if let Some(conflict) = slot.reservations.conflict(nexus, info, cdb) {
-            return Plan::Done(Completion { status: conflict, sense: Vec::new() });
-        }
-        if let Some(s) = info.reserved_bits(&cdb[..info.cdb_len()]) {
-            return Plan::Done(failed(s));
-        }
         match crate::rw::plan(&slot, cdb, data_out_len) {
             Ok(Some(io)) => Plan::Io(io),
             Ok(None) => Plan::Execute,
@@ -237,52 +228,53 @@ impl Target {
         }
     }
 
-    fn dispatch(
+    /// What every command goes through before its handler, in SAM-5's order
+    /// (the module's doc): REPORT LUNS, answered here for any LUN; the LUN
+    /// lookup; the command table (opcode, service action, CDB length); a
+    /// pending unit attention; a reservation conflict; CDB bits the usage
+    /// data leaves reserved. `execute` and `plan` both start here, so the
+    /// split path refuses exactly what `execute` would. Err: how the command
+    /// ends instead (REPORT LUNS and a missing LUN's INQUIRY or REQUEST
+    /// SENSE put their data in `data_in`).
+    fn admit(
         &self,
         lun: u64,
         nexus: &Nexus,
         cdb: &[u8],
-        data_out: &[u8],
         data_in: &mut Vec<u8>,
-    ) -> CmdResult {
-        let opcode = *cdb.first().ok_or(sense::INVALID_COMMAND_OPERATION_CODE)?;
+    ) -> Result<(Arc<Lun>, &'static CommandInfo), CmdResult> {
+        let opcode = *cdb.first().ok_or(Err(sense::INVALID_COMMAND_OPERATION_CODE))?;
         self.note_nexus(nexus);
         if opcode == opcodes::REPORT_LUNS {
-            return self.report_luns(cdb, data_in);
+            return Err(self.report_luns(cdb, data_in));
         }
         let slot = match self.lun(lun) {
             Some(slot) => slot,
-            None => return missing_lun(opcode, cdb, data_in),
+            None => return Err(missing_lun(opcode, cdb, data_in)),
         };
         let info = match opcodes::lookup(cdb) {
             Some(info) => info,
             // A known opcode with an unknown service action is a bad field, not a bad opcode.
             None if opcodes::has_service_actions(opcode) => {
-                return Err(Sense::invalid_cdb_field(1, Some(4)))
+                return Err(Err(Sense::invalid_cdb_field(1, Some(4))))
             }
-            None => return Err(sense::INVALID_COMMAND_OPERATION_CODE),
+            None => return Err(Err(sense::INVALID_COMMAND_OPERATION_CODE)),
         };
         if cdb.len() < info.cdb_len() {
-            return Err(Sense::invalid_cdb_field(0, None));
+            return Err(Err(Sense::invalid_cdb_field(0, None)));
         }
         if !info.ua_exempt {
             if let Some(ua) = slot.unit_attentions.take(nexus) {
-                return Err(ua);
+                return Err(Err(ua));
             }
         }
         if let Some(conflict) = slot.reservations.conflict(nexus, info, cdb) {
-            return Ok(conflict);
+            return Err(Ok(conflict));
         }
-        let mut cmd = Cmd {
-            lun: &slot,
-            lu: &slot.lu,
-            nexus,
-            cdb,
-            data_out,
-            data_in,
-            target: self,
-        };
-        run(info, &mut cmd)
+        if let Some(s) = info.reserved_bits(&cdb[..info.cdb_len()]) {
+            return Err(Err(s));
+        }
+        Ok((slot, info))
     }
 
     /// REPORT LUNS (SPC-4 6.33): SELECT REPORT 0, 1 and 2 all list every LUN
@@ -346,17 +338,9 @@ impl Target {
     }
 }
 
-fn failed(s: Sense) -> Completion {
+/// CHECK CONDITION with `s` as fixed-format sense data.
+pub(crate) fn failed(s: Sense) -> Completion {
     Completion { status: status::CHECK_CONDITION, sense: s.to_fixed() }
-}
-
-/// Runs the handler after the check common to every command: no bit set
-/// that the command's CDB usage data leaves reserved.
-fn run(info: &CommandInfo, cmd: &mut Cmd) -> CmdResult {
-    if let Some(s) = info.reserved_bits(&cmd.cdb[..info.cdb_len()]) {
-        return Err(s);
-    }
-    (info.handler)(cmd)
 }
 
 /// A command addressed to a LUN we do not have (SPC-4 and SAM-5 8.1):
