@@ -58,9 +58,17 @@ class Common(Trait):
                 yield Reference("route", ROUTE_DEV, IFACE, obj.netns, route["vrf"], obj.where("route"))
 
     def check_model(self, model: Model, report) -> None:
-        _check_address_conflicts(model, report)
+        addressed: list[ConfigObject] = []   # more than one address
+        with_routes: list[ConfigObject] = []
+        for obj in model.interfaces.values():   # once: 200k in a big switch
+            attrs = obj.attrs
+            if len(attrs.get("address") or ()) > 1:
+                addressed.append(obj)
+            if "route" in attrs or "gateway" in attrs:
+                with_routes.append(obj)
+        _check_address_conflicts(addressed, report)
         _check_loopback_names(model, report)
-        _check_routes(model, report)
+        _check_routes(model, with_routes, report)
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
         _check_mtu(obj, model, report)
@@ -101,16 +109,15 @@ def _with_prefix(address: str, netmask: str | None) -> str:
     return f"{address}/{ip.max_prefixlen}"
 
 
-def _check_address_conflicts(model: Model, report) -> None:
+def _check_address_conflicts(addressed: list[ConfigObject], report) -> None:
     """An address written twice on one interface is an error (the kernel
     answers EEXIST to the second). The same address on two interfaces is
     not: the kernel allows it, and real hosts rely on it (an unnumbered
     loopback /32 repeated on uplinks, hosting providers' layouts); ifupdown2
-    applies it too (docs/compat.md)."""
-    for obj in model.interfaces.values():
-        addresses = obj.attrs.get("address")
-        if not addresses or len(addresses) < 2:
-            continue
+    applies it too (docs/compat.md). ``addressed``: the interfaces with more
+    than one address, in the model's order."""
+    for obj in addressed:
+        addresses = obj.attrs["address"]
         seen: dict[str, str] = {}
         for address in addresses:
             ip = address.split("/")[0]
@@ -293,13 +300,12 @@ def gateway_onlink(obj: ConfigObject, gateway: str) -> bool:
 
 
 
-def _check_routes(model: Model, report) -> None:
+def _check_routes(model: Model, with_routes: list[ConfigObject], report) -> None:
     """What the kernel checks when a route is added: one route per prefix,
     table and metric; an outgoing device that is up (ENETDOWN); a gateway on
     a prefix of that device (fib_check_nh: "Nexthop has invalid gateway") or
-    link-local (IPv6), and never one of the namespace's own IPv6 addresses."""
-    with_routes = [o for o in model.interfaces.values()
-                   if "route" in o.attrs or "gateway" in o.attrs]
+    link-local (IPv6), and never one of the namespace's own IPv6 addresses.
+    ``with_routes``: the interfaces with route or gateway lines."""
     if not with_routes:
         return
     seen: dict[tuple, tuple[ConfigObject, str, dict]] = {}

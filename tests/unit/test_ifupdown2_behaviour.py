@@ -56,18 +56,24 @@ def test_a_port_of_a_bridge_that_stays_down_stays_down(tmp_path):
 
 
 def test_a_needed_device_with_link_down_is_a_warning(tmp_path):
+    # A warning for each device that needs it, on one line: in the order the
+    # walk from the model's up devices (in the model's order) finds them.
     result = compiled(tmp_path, """\
         iface eno1 inet manual
             link-down yes
         auto vmbr0
         iface vmbr0
             bridge-ports eno1
+        auto eno1.10
+        iface eno1.10
         """)
     assert not result.model.iface("", "eno1").auto
     assert [w.format() for w in result.warnings] == [
-        f"{tmp_path}/interfaces:2: warning: eno1: 'link-down yes' keeps it down, and vmbr0 "
-        f"(bridge-ports, {tmp_path}/interfaces:5) needs it up: vmbr0 will carry no traffic "
-        f"through it"]
+        f"{tmp_path}/interfaces:2: warning: eno1: 'link-down yes' keeps it down, and {name} "
+        f"({attribute}, {tmp_path}/interfaces:{line}) needs it up: {name} will carry no "
+        f"traffic through it"
+        for name, attribute, line in (("eno1.10", "vlan-raw-device", 7),
+                                      ("vmbr0", "bridge-ports", 5))]
 
 
 def test_link_down_stops_the_chain_with_one_warning(tmp_path):
@@ -186,6 +192,29 @@ def test_imperative_lines_run_when_the_plan_brings_their_interface_up_or_down(tm
     assert make_plan(up, copy.deepcopy(down)).notes[-2:] == [
         "eth0: pre-up runs: echo a", "eth0: post-up runs: echo b"]
 
+
+
+def test_imperative_lines_are_said_once_for_the_whole_config(tmp_path):
+    """One warning, at the first such line in the file, counting the
+    interfaces; the implied ones (ports, subinterfaces, veth peers) hold
+    none, so only the stanzas are looked at."""
+    result = compiled(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports eno1.10 eno2
+            post-down echo b
+        auto v0
+        iface v0
+            link-type veth
+            veth-peer-name v1
+            up echo a
+            pre-up echo c
+        """)
+    assert [w.format() for w in result.warnings] == [
+        f"{tmp_path}/interfaces:4: warning: the config has imperative lines (pre-up, up, "
+        f"post-up, pre-down, down, post-down) on 2 interface(s), first br0's post-down: apply "
+        f"runs them as ifupdown2 does, but check cannot know what they do and a revert "
+        f"cannot undo it"]
 
 def test_address_virtual_names_and_one_digit_octets(tmp_path):
     model = compiled(tmp_path, """\

@@ -206,6 +206,43 @@ def test_devices_the_kernel_will_not_make_or_enslave(tmp_path, text, error):
     assert len(found) == 1 and error in found[0], found
 
 
+def test_bridge_ports_errors_in_the_order_bridge_ports_lists_them(tmp_path):
+    """Bridge.check_model matches ports against the names of the namespace's
+    loopback and bridges: a repeated port is said each time, the bridge
+    itself only as a cycle, and a name in another namespace is no match."""
+    lo, br1 = ("the loopback device is not an Ethernet port (EINVAL)",
+               "a bridge cannot be a port of another bridge (ELOOP); join them with a veth pair")
+    found = errors("""\
+        auto lo
+        iface lo inet loopback
+
+        auto br0
+        iface br0
+            bridge-ports swp1 lo br1 br0 swp1 lo br1
+
+        auto br1
+        iface br1
+            bridge-ports none
+
+        auto br2
+        iface br2
+            bridge-ports lo br1
+            netns t1
+        """, tmp_path)
+    assert found[:8] == [
+        "5: dependency cycle: br0 -> br0; a device cannot sit on top of itself",
+        f"6: br0: bridge-ports names lo: {lo}",
+        f"6: br0: bridge-ports names br1: {br1}",
+        "6: br0: bridge-ports lists swp1 twice",
+        "6: br0: bridge-ports lists lo twice",
+        f"6: br0: bridge-ports names lo: {lo}",
+        "6: br0: bridge-ports lists br1 twice",
+        f"6: br0: bridge-ports names br1: {br1}"]
+    assert found[8].startswith("14: br2 (netns t1): bridge-ports names br1, which is not "
+                               "declared in namespace t1; br1 is declared in the host namespace")
+    assert found[9:] == [f"14: br2 (netns t1): bridge-ports names lo: {lo}"]
+
+
 def test_lo_comes_up_in_a_new_namespace_unless_the_config_says(tmp_path):
     veth = "auto v0\niface v0\n    link-type veth\n    veth-peer-name v1\n    veth-peer-netns t1\n"
     assert "+ link-up lo (netns t1)" in plan_lines(veth, tmp_path)
