@@ -63,7 +63,7 @@ SUBSET = [
     "ifupdown2/examples-mgmt-vrf.interfaces",                         # vrf
     "pve-network/evpn-ebgp_loopback-host.interfaces",                 # dummy
     "ifupdown2/scp-bridge_new_attribute_igmp_mld.after.interfaces",   # VLAN-aware bridge
-    "cases/pve-docs-pve-network-L697-without-bridge-fd.interfaces",   # bond + vlan (Proxmox)
+    "pve-docs/pve-network-L697.interfaces",                           # bond + vlan (Proxmox)
     "pve-network/vlan-bridge_vlanaware-sdn.interfaces",               # Proxmox SDN vlan zone
 ]
 
@@ -146,7 +146,7 @@ class Warm:
         return proc
 
     def plan(self, path: Path) -> dict | None:
-        proc = self.run([*dt.NETCFG, "plan", "--json", "-c", str(path)], None, 300)
+        proc = self.run(dt.netcfg_argv("plan", "--json", "-c", str(path)), None, 300)
         if "Traceback" in proc.stderr:
             raise RuntimeError("netcfg plan crashed: " + proc.stderr.strip()[-600:])
         return json.loads(proc.stdout) if proc.returncode == 0 else None
@@ -242,6 +242,19 @@ def guest(out_dir: Path, names: list[str]) -> int:
         start = time.monotonic()
         with open(out_dir / "trace.log", "a") as f:
             f.write(f"--- {name}\n")
+        if ALONE in name:       # NAME@ifupdown2-only=PORT,...: a file netcfg refuses
+            name, ports = name.split(ALONE, 1)
+            try:
+                row = {"ifupdown2_alone": dt.ifupdown2_alone(path_of(name), ports.split(","),
+                                                             start=warm.sandbox)}
+            except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
+                row = {"ifupdown2_alone": {"file": name, "error": str(e)[-1500:]}}
+            row["ifupdown2_alone"]["file"] = name
+            row["wall_s"] = round(time.monotonic() - start, 1)
+            with log.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(f"{name}: ifupdown2 alone in {row['wall_s']} s", flush=True)
+            continue
         try:
             out = dt.run_file(path_of(name), kinds, plan_of=warm.plan, start=warm.sandbox)
             out.file = name
@@ -257,8 +270,10 @@ def guest(out_dir: Path, names: list[str]) -> int:
 
 # ---- host: boot once, read the outcomes ----------------------------------------------------
 
-def path_of(name: str) -> Path:
-    return HERE / name if (HERE / name).exists() else HERE / "corpus" / name
+ALONE = "@ifupdown2-only="
+
+
+path_of = dt.path_of
 
 
 def vm_tier_files() -> list[str]:
@@ -281,8 +296,9 @@ def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
     log.write_text("")
     (OUT_DIR / "files.txt").write_text("\n".join(names) + "\n")
     py = REPO / ".venv" / "bin" / "python"
-    inner = (f"unshare --net --mount --propagation private {py} -u {Path(__file__).resolve()} "
-             f"--guest {OUT_DIR}")
+    # PYTHONPATH: the netcfg of this tree, whichever tree the venv was installed from.
+    inner = (f"env PYTHONPATH={REPO} unshare --net --mount --propagation private {py} -u "
+             f"{Path(__file__).resolve()} --guest {OUT_DIR}")
     # vng runs virtme-run from PATH: the venv's bin first, as `make test-vm` puts it.
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}")
     vng = shutil.which("vng", path=env["PATH"])
@@ -302,6 +318,7 @@ def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
     outcomes = [dt.Outcome(**{k: v for k, v in r.items() if k in names_of})
                 for r in rows if "file" in r]
     head["wall_s"] = {r["file"]: r.get("wall_s") for r in rows if "file" in r}
+    head["ifupdown2_alone"] = [r["ifupdown2_alone"] for r in rows if "ifupdown2_alone" in r]
     return outcomes, head
 
 
@@ -326,13 +343,17 @@ def regressions(outcomes: list[dt.Outcome]) -> list[str]:
     return bad
 
 
+def mark_timeouts(outcomes: list[dt.Outcome]) -> None:
+    for o in outcomes:
+        if -9 in (o.ifupdown2_rc, o.netcfg_rc) and o.status != "timeout":
+            # Killed at the harness's time limit (TCG on a loaded host): not a result.
+            o.status, o.detail = "timeout", o.detail + " (killed at the time limit)"
+
+
 def update_expectation(outcomes: list[dt.Outcome]) -> None:
     expectation = json.loads(dt.EXPECTATION.read_text())
     recorded = expectation.setdefault(EXPECTATION_KEY, {})
     for o in outcomes:
-        if -9 in (o.ifupdown2_rc, o.netcfg_rc):
-            # Killed at the harness's time limit (TCG on a loaded host): not a result.
-            o.status, o.detail = "timeout", o.detail + " (killed at the time limit)"
         recorded[o.file] = {"status": o.status, "detail": o.detail,
                             "differences": o.differences,
                             "takeover_disruptive": len(o.takeover_disruptive),
@@ -360,23 +381,43 @@ def main(argv: list[str] | None = None) -> int:
         names = (out_dir / "files.txt").read_text().split()
         return guest(out_dir, names)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="*", help="names as in expectation.json (default: vm-tier)")
+    ap.add_argument("files", nargs="*", help="names as in expectation.json (default: vm-tier); "
+                    f"NAME{ALONE}PORT,... runs ifupdown2 alone on a file netcfg refuses")
     ap.add_argument("--subset", action="store_true", help="make test's few files")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when a file changed against expectation.json's VM record")
     ap.add_argument("--update-expectation", action="store_true")
     ap.add_argument("--doc", action="store_true", help="write the table into docs/compat.md")
+    ap.add_argument("--from-outcomes", metavar="JSONL", type=Path, nargs="+",
+                    help="boot nothing: take the outcomes earlier boots wrote (copies of "
+                         f"{OUT_DIR.relative_to(REPO)}/outcomes.jsonl, one per batch) for "
+                         "--doc, --update-expectation and --check")
     args = ap.parse_args(argv)
+    if args.from_outcomes:
+        outcomes = dt.read_outcomes(args.from_outcomes)
+        mark_timeouts(outcomes)
+        if args.update_expectation:
+            update_expectation(outcomes)
+        if args.doc:
+            write_doc(outcomes)
+        bad = regressions(outcomes) if args.check else []
+        for line in bad:
+            print("vm_differential: " + line, file=sys.stderr)
+        return 1 if bad else 0
     if os.geteuid() != 0:
         print("vm_differential: needs root (namespaces)", file=sys.stderr)
         return 1
     names = args.files or (SUBSET if args.subset else vm_tier_files())
     outcomes, head = boot(names)
+    mark_timeouts(outcomes)
     for o in outcomes:
         print(dt.report(o))
+    for alone in head["ifupdown2_alone"]:
+        print(json.dumps(alone, indent=1))
     print(f"vm: {head.get('guest')} rc {head.get('vm_rc')}, {head.get('vm_s')} s in all, "
           f"warm-up {head.get('warm_s')} s; per file: {head.get('wall_s')}")
-    missing = sorted(set(names) - {o.file for o in outcomes})
+    missing = sorted({n.split(ALONE)[0] for n in names}
+                     - {o.file for o in outcomes} - {a["file"] for a in head["ifupdown2_alone"]})
     if missing:
         print(f"vm_differential: {len(missing)} files not run (see {OUT_DIR / 'vm.log'}): "
               + ", ".join(missing), file=sys.stderr)
