@@ -74,7 +74,8 @@ INSTALLED_CONF = Path("/etc/network/ifupdown2/ifupdown2.conf")
 SYSTEM_PYTHON = "/usr/bin/python3"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_NETNS_DIR = "/run/netns"
-TIMEOUT = 180
+# Seconds for one sandbox (ifup -a gets 30 less); TCG on a loaded host needs more.
+TIMEOUT = int(os.environ.get("NETCFG_COMPAT_TIMEOUT_S", "180"))
 # Kinds the plan may ask for, and the `ip link add` that proves the kernel has them.
 KIND_PROBES = {
     "bridge": ["type", "bridge"], "vxlan": ["type", "vxlan", "id", "5", "dstport", "4789"],

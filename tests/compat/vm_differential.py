@@ -289,7 +289,7 @@ def kernel() -> str:
     return str(found[-1])
 
 
-def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
+def boot(names: list[str], timeout_s: int | None = None) -> tuple[list[dt.Outcome], dict]:
     """One VM for every file; the outcomes it wrote, and its header line with timings."""
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     log = OUT_DIR / "outcomes.jsonl"
@@ -297,7 +297,8 @@ def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
     (OUT_DIR / "files.txt").write_text("\n".join(names) + "\n")
     py = REPO / ".venv" / "bin" / "python"
     # PYTHONPATH: the netcfg of this tree, whichever tree the venv was installed from.
-    inner = (f"env PYTHONPATH={REPO} unshare --net --mount --propagation private {py} -u "
+    limit = f" NETCFG_COMPAT_TIMEOUT_S={timeout_s}" if timeout_s else ""
+    inner = (f"env PYTHONPATH={REPO}{limit} unshare --net --mount --propagation private {py} -u "
              f"{Path(__file__).resolve()} --guest {OUT_DIR}")
     # vng runs virtme-run from PATH: the venv's bin first, as `make test-vm` puts it.
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}")
@@ -388,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 1 when a file changed against expectation.json's VM record")
     ap.add_argument("--update-expectation", action="store_true")
     ap.add_argument("--doc", action="store_true", help="write the table into docs/compat.md")
+    ap.add_argument("--timeout", type=int, metavar="SECONDS",
+                    help=f"each sandbox's limit in the guest (default {dt.TIMEOUT}; ifup -a "
+                         "gets 30 s less): for a file killed at the limit, rerun alone")
     ap.add_argument("--from-outcomes", metavar="JSONL", type=Path, nargs="+",
                     help="boot nothing: take the outcomes earlier boots wrote (copies of "
                          f"{OUT_DIR.relative_to(REPO)}/outcomes.jsonl, one per batch) for "
@@ -408,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         print("vm_differential: needs root (namespaces)", file=sys.stderr)
         return 1
     names = args.files or (SUBSET if args.subset else vm_tier_files())
-    outcomes, head = boot(names)
+    outcomes, head = boot(names, args.timeout)
     mark_timeouts(outcomes)
     for o in outcomes:
         print(dt.report(o))
