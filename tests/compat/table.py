@@ -65,6 +65,33 @@ _ATTRIBUTE = (
 )
 
 
+# Why a file is refused, from its first error: the reasons issue 12 allows.
+_REASON = (
+    (re.compile(r"a userspace program netcfg does not run"), "userspace daemon"),
+    (re.compile(r"Cumulus"), "Cumulus-only kernel feature"),
+    (re.compile(r"ifupdown2 fails on it too"), "defect in the file (ifupdown2 fails too)"),
+)
+# Files whose refusal was checked against ifupdown2 itself (differential.py
+# --ifupdown2-only; docs/compat.md, "Files that are defects"): what it did.
+MEASURED_DEFECTS = {
+    "ifupdown2/eni-address_gateway.interfaces":
+        "defect in the file (ifupdown2: exit 1, 'Nexthop device is not up', no default route)",
+    "debian-ifupdown/pattern-matching.interfaces":
+        "defect in the file for ifupdown2 (exit 1, 'no ifaces found matching given allow "
+        "lists', nothing configured)",
+}
+
+
+def reason_of(result: "Checked") -> str:
+    if result.name in MEASURED_DEFECTS:
+        return MEASURED_DEFECTS[result.name]
+    message = result.errors[0][1] if result.errors else ""
+    for pattern, reason in _REASON:
+        if pattern.search(message):
+            return reason
+    return "other"
+
+
 def attribute_of(message: str) -> str:
     message = re.sub(r"^\(in \S+, read with it\) ", "", message)
     for pattern, form in _ATTRIBUTE:
@@ -139,6 +166,10 @@ def render(results: list[Checked]) -> str:
     anywhere = Counter(a for r in results if not r.accepted for a in r.attributes)
     only = Counter(r.attributes[0] for r in results
                    if not r.accepted and len(r.attributes) == 1)
+    reasons = Counter(reason_of(r) for r in results if not r.accepted)
+    lines += ["", "Refused, by reason (from the first error; the defects checked against "
+              "ifupdown2 itself are named):", "", "| reason | files |", "|---|---:|"]
+    lines += [f"| {_cell(k)} | {n} |" for k, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
     lines += ["", "### Refused attributes, most files first", "",
               "*files*: refused files that use it; *first*: files whose first error it is; "
               "*only*: files it alone keeps out (fix it and they pass).", "",
@@ -146,15 +177,16 @@ def render(results: list[Checked]) -> str:
     for attr, n in sorted(anywhere.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"| `{_cell(attr)}` | {n} | {first[attr]} | {only[attr]} |")
     lines += ["", "### Every file", "",
-              "| file | accepted | first error (line: message) | refused attributes |",
-              "|---|---|---|---|"]
+              "| file | accepted | first error (line: message) | refused attributes | reason |",
+              "|---|---|---|---|---|"]
     for r in results:
         if r.accepted:
-            lines.append(f"| {r.name} | yes | | |")
+            lines.append(f"| {r.name} | yes | | | |")
         else:
             line, message = r.errors[0] if r.errors else (0, r.output.strip()[-200:])
             lines.append(f"| {r.name} | **no** | {line}: {_cell(message)} | "
-                         f"{', '.join(f'`{_cell(a)}`' for a in r.attributes)} |")
+                         f"{', '.join(f'`{_cell(a)}`' for a in r.attributes)} | "
+                         f"{_cell(reason_of(r))} |")
     lines += ["", END]
     return "\n".join(lines)
 
