@@ -281,21 +281,44 @@ def _json_after(line: str, marker: str) -> dict:
 
 def explain(differences: list[str], file_text: str) -> dict[str, str]:
     """Each difference that is one of the deliberate ones (docs/compat.md "Where netcfg
-    differs") -> its name there. What is not here is unexplained: a netcfg bug until
-    shown otherwise."""
+    differs") -> 'deliberate: ' and its name there; one that is no setting of either
+    tool (a random draw) -> 'not a setting: ' and why. What is not here is unexplained:
+    a netcfg bug until shown otherwise."""
     stanzas = _stanzas(file_text)
     bridges = {n for n, a in stanzas.items() if "bridge-ports" in a or "bridge-vlan-aware" in a}
     ports = {p for n in bridges for p in stanzas[n].get("bridge-ports", [])}
+    # `bond-master B` on a slave that B's bond-slaves does not name: ifupdown2 3.0 leaves
+    # it out of the bond (its bond addon reads bond-slaves only), netcfg puts it in.
+    ignored = {n: a["bond-master"][0] for n, a in stanzas.items() if a.get("bond-master")
+               and n not in stanzas.get(a["bond-master"][0], {}).get("bond-slaves", [])}
+    bonds = set(ignored.values())
     why: dict[str, str] = {}
     gateways: dict[tuple, list[str]] = {}
+    bond_routes: dict[str, list[str]] = {}
     for line in differences:
+        m = re.match(r"link (\S+) ", line)
+        if m and (m.group(1) in ignored or m.group(1) in bonds):
+            why[line] = "deliberate: `bond-master` on a slave (ifupdown2 3.0 ignores it)"
+            continue
+        m = re.match(r"route (ifupdown2|netcfg) only: ", line)
+        if m and _json_after(line, " only: ").get("dev") in bonds:
+            route = _json_after(line, " only: ")
+            key = json.dumps({k: v for k, v in route.items() if k != "flags"}, sort_keys=True)
+            bond_routes.setdefault(key, []).append(line)
+            continue
+        m = re.match(r"link (\S+) address: ifupdown2 '([0-9a-f:]+)', netcfg '([0-9a-f:]+)'$", line)
+        if m and m.group(1) in bridges and any(x.startswith("02:cc:") for x in m.groups()[1:]) \
+                and not any(x in file_text.lower() for x in m.groups()[1:]):
+            why[line] = ("not a setting: a bridge's MAC is its lowest port's, and its vxlans' "
+                         "are drawn at random")
+            continue
         m = re.match(r"sysctl ipv[46]/(\S+)/forwarding: ifupdown2 1, netcfg 0$", line)
         if m and m.group(1) in bridges:
-            why[line] = "forwarding on a bridge with an address"
+            why[line] = "deliberate: forwarding on a bridge with an address"
             continue
         m = re.match(r"sysctl ipv6/(\S+)/disable_ipv6: ifupdown2 1, netcfg 0$", line)
         if m and m.group(1) in ports:
-            why[line] = "disable_ipv6 on bridge ports"
+            why[line] = "deliberate: disable_ipv6 on bridge ports"
             continue
         m = re.match(r"route (ifupdown2|netcfg) only: ", line)
         if m:
@@ -308,25 +331,33 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
         m = re.match(r"address (\S+) (127\.\S+): ifupdown2 .*'scope': 'global'.*, "
                      r"netcfg .*'scope': 'host'", line)
         if m and m.group(1) != "lo":
-            why[line] = "127.0.0.0/8 on a device other than lo: scope host"
+            why[line] = "deliberate: 127.0.0.0/8 on a device other than lo: scope host"
             continue
         m = re.match(r"link (\S+) info_data.vlan_default_pvid: ifupdown2 1, netcfg 0$", line)
         if m and m.group(1) in bridges:
-            why[line] = "a port's PVID (VLAN 1 of a bridge ifupdown2 makes)"
+            why[line] = "deliberate: a port's PVID (VLAN 1 of a bridge ifupdown2 makes)"
             continue
         m = re.match(r"bridge vlans (\S+): ifupdown2 (\[.*\]), netcfg (\[.*\]|None)$", line)
         if m and (m.group(1) in bridges or m.group(1) in ports):
             theirs = ast.literal_eval(m.group(2))
             ours = ast.literal_eval(m.group(3)) or []
             default = {"vlan": 1, "flags": ["PVID", "Egress Untagged"]}
-            if [v for v in theirs if v != default] == ours and default in theirs:
-                why[line] = "a port's PVID (VLAN 1 of a bridge ifupdown2 makes)"
+            # ifupdown2 gives each port VLAN 1 as PVID untagged unless the file says
+            # otherwise (addons/bridge.py: pvid_final '1'); netcfg no PVID, or VLAN 1
+            # tagged where the file's VLANs include it (bridge-vids 1-20).
+            if default in theirs and [v for v in theirs if v["vlan"] != 1] == \
+                    [v for v in ours if v != {"vlan": 1}]:
+                why[line] = "deliberate: a port's PVID (VLAN 1 of a bridge ifupdown2 makes)"
+    for pair in bond_routes.values():
+        if len(pair) == 2:      # the same route, linkdown on the bond ifupdown2 left empty
+            for line in pair:
+                why[line] = "deliberate: `bond-master` on a slave (ifupdown2 3.0 ignores it)"
     for pair in gateways.values():
         # The same gateway route from both: ifupdown2's proto kernel (and onlink), netcfg's
         # proto 110. A `linkdown` flag is carrier at the moment of reading, not a setting.
         if len(pair) == 2:
             for line in pair:
-                why[line] = "default route of `gateway`: protocol"
+                why[line] = "deliberate: default route of `gateway`: protocol"
     return why
 
 
@@ -565,14 +596,15 @@ def render(outcomes: list[Outcome]) -> str:
     for o in outcomes:
         status = o.status
         if status == "differs":
-            status += (" (deliberate only)" if len(explained(o)) == len(o.differences)
+            status += (" (each explained)" if len(explained(o)) == len(o.differences)
                        else " (unexplained)")
         counts[status] = counts.get(status, 0) + 1
     disruptive = sum(1 for o in outcomes if o.takeover_disruptive)
     lines = [DOC_BEGIN, "", "Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
              + f"; takeover disruptive on {disruptive} file(s).", "",
-             "Differences named by their line in \"Where netcfg differs\" are deliberate "
-             "(`differential.explain`); the rest are listed as measured.", "",
+             "`differential.explain` names each difference that is a deliberate one "
+             "(\"Where netcfg differs\", and \"A port's PVID\") or no setting at all; "
+             "the rest are listed as measured.", "",
              "| file | outcome | exits (ifupdown2 / netcfg apply / query --check) | "
              "takeover: disruptive / additive | differences |", "|---|---|---|---|---|"]
     for o in outcomes:
@@ -585,7 +617,7 @@ def render(outcomes: list[Outcome]) -> str:
             for d in o.differences:
                 if d in why:
                     reasons[why[d]] = reasons.get(why[d], 0) + 1
-            cells = [f"deliberate: {r} ({n})" for r, n in reasons.items()]
+            cells = [f"{r} ({n})" for r, n in reasons.items()]
             cells += [_cell(d) for d in o.differences if d not in why]
             diffs = "<br>".join(_cell(c) for c in cells) or "none"
         else:
