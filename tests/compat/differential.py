@@ -132,6 +132,8 @@ def physical_ports(plan: dict) -> list[str]:
     for op in plan_ops(plan):
         if op["action"] == "link-add":
             made.add(op["name"])
+            if op.get("params", {}).get("kind") == "veth":
+                made.add(op["params"].get("peer"))   # one request makes both ends
         for name in (op["name"], op.get("params", {}).get("master"),
                      op.get("params", {}).get("link"), op.get("params", {}).get("dev")):
             if isinstance(name, str) and name and name not in used:
@@ -668,8 +670,11 @@ def render(outcomes: list[Outcome]) -> str:
     for o in outcomes:
         status = o.status
         if status == "differs":
-            status += (" (each explained)" if len(explained(o)) == len(o.differences)
-                       else " (unexplained)")
+            why = explained(o)
+            status += (" (unexplained)" if len(why) < len(o.differences)
+                       else " (a netcfg bug)" if any(w.startswith("netcfg bug")
+                                                     for w in why.values())
+                       else " (deliberate only)")
         counts[status] = counts.get(status, 0) + 1
     disruptive = sum(1 for o in outcomes if o.takeover_disruptive)
     lines = [DOC_BEGIN, "", "Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
