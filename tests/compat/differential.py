@@ -393,12 +393,19 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
             # kernel's default (vlan_default_pvid 1); netcfg no PVID, or VLAN 1 tagged
             # where the file's VLANs include it (bridge-vids 1-20).
             rest = [v for v in theirs if v["vlan"] != 1]
+            port = stanzas.get(m.group(1), {})
+            if "vxlan-id" in port and "bridge-access" not in port and theirs == [default] \
+                    and ours:
+                why[line] = ("deliberate: the bridge's VLANs on a vxlan port without "
+                             "bridge-access (ifupdown2 3.0 warns that bridge-access is "
+                             "mandatory and sets none)")
+                continue
             if default in theirs and rest == [v for v in ours if v != {"vlan": 1}]:
                 why[line] = PVID_BUG
                 continue
             # On the bridge itself, ifupdown2 adds the VID of each VLAN device on it
             # (addons/vlan.py _bridge_vid_add_del); netcfg has no self VLANs.
-            uppers = {int(n.rsplit(".", 1)[1]) for n in stanzas
+            uppers = {int(n.rsplit(".", 1)[1]) for n in [*stanzas, *ports]
                       if n.startswith(m.group(1) + ".") and n.rsplit(".", 1)[1].isdigit()}
             if m.group(1) in vlan_aware and not ours and \
                     {v["vlan"] for v in rest} <= uppers and all("flags" not in v for v in rest):
