@@ -354,6 +354,13 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
             why[line] = ("deliberate: ip-forward/ip6-forward on a bridge (ifupdown2 3.0 "
                          "ignores it)")
             continue
+        m = re.match(r"sysctl ipv4/(\S+)/arp_accept: ifupdown2 0, netcfg 1$", line)
+        if m and m.group(1) in bridges and \
+                stanzas[m.group(1)].get("arp-accept", ["off"])[0] in ("on", "yes", "1") and \
+                "address" not in stanzas[m.group(1)]:
+            why[line] = ("deliberate: arp-accept on a bridge without an address (ifupdown2 "
+                         "applies it only with one)")
+            continue
         m = re.match(r"sysctl ipv[46]/(\S+)/forwarding: ifupdown2 1, netcfg 0$", line)
         if m and m.group(1) in bridges:
             why[line] = "deliberate: forwarding on a bridge with an address"
