@@ -75,6 +75,7 @@ INSTALLED_CONF = Path("/etc/network/ifupdown2/ifupdown2.conf")
 SYSTEM_PYTHON = "/usr/bin/python3"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HOST_NETNS_DIR = "/run/netns"
+VRF_MAP_DIR = "/etc/iproute2/rt_tables.d"     # ifupdown2_vrf_map.conf
 # Seconds for one sandbox (ifup -a gets 30 less); TCG on a loaded host needs more.
 TIMEOUT = int(os.environ.get("NETCFG_COMPAT_TIMEOUT_S", "180"))
 # Kinds the plan may ask for, and the `ip link add` that proves the kernel has them.
@@ -568,6 +569,10 @@ def inner(spec_path: str, run=run_command) -> int:
     _sh("mount", "-t", "sysfs", "none", "/sys")
     for d in ("/run", "/var/tmp"):
         _sh("mount", "-t", "tmpfs", "-o", "mode=0755", "compat", d)
+    if os.path.isdir(VRF_MAP_DIR):
+        # ifupdown2's vrf addon (re)writes its table map there on every run: it
+        # stays in the sandbox, not in the host's /etc.
+        _sh("mount", "-t", "tmpfs", "-o", "mode=0755", "compat", VRF_MAP_DIR)
     for d in ("/run/network", "/var/tmp/network", HOST_NETNS_DIR):
         os.makedirs(d)
     _sh("ip", "link", "set", "lo", "up")
