@@ -423,7 +423,8 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
                 continue
         m = re.match(r"route (ifupdown2|netcfg) only: ", line)
         if m and not str(_json_after(line, " only: ").get("table", "main")).isdigit() and \
-                _json_after(line, " only: ").get("table") not in ("main", "local", "default"):
+                _json_after(line, " only: ").get("table") not in ("main", "local", "default") \
+                and not re.fullmatch(r".+-v\d+", _json_after(line, " only: ").get("dev", "")):
             # Recorded before 885b15c: both sandboxes printed a VRF's table through one
             # shared name map (ifupdown2's, in /etc), so one table id got two names.
             route = _json_after(line, " only: ")
