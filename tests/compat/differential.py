@@ -730,7 +730,12 @@ def render(outcomes: list[Outcome]) -> str:
                 if d in why:
                     reasons[why[d]] = reasons.get(why[d], 0) + 1
             cells = [f"{r} ({n})" for r, n in reasons.items()]
-            cells += [_cell(d) for d in o.differences if d not in why]
+            rest = [d for d in o.differences if d not in why]
+            # A VLAN list can be thousands of entries: the doc keeps a readable head
+            # of each (the expectation keeps them whole).
+            cells += [d if len(d) <= 240 else d[:240] + " ..." for d in rest[:8]]
+            if len(rest) > 8:
+                cells.append(f"(and {len(rest) - 8} more)")
             diffs = "<br>".join(_cell(c) for c in cells) or "none"
         else:
             exits, take, diffs = "", "", _cell(o.detail)
