@@ -35,7 +35,9 @@ from netcfg.apply.confirm import run_dir
 from netcfg.apply.execute import ApplyFailed, ApplyResult, RevertFailed, apply, revert
 from netcfg.apply.lock import apply_lock
 from netcfg.cli.client import socket_path
-from netcfg.compile.pipeline import DEFAULT_CONFIG, STDIN, ConfigSource, compile_config
+from netcfg.compile.pipeline import (DEFAULT_CONFIG, IFUPDOWN2_TEMPLATES, STDIN,
+                                     TEMPLATE_PATH_ENV, ConfigSource, compile_config,
+                                     parse_template_path, template_path_from_env)
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, render_timeout_from_env
 from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
 from netcfg.kernel.ns import DEFAULT_RUN_DIR as NETNS_RUN_DIR
@@ -74,6 +76,7 @@ class Options:
     event_buffer: int = EVENT_RCVBUF  # bytes; tests make it small to force ENOBUFS
     render_timeout: float = DEFAULT_RENDER_TIMEOUT_S   # seconds; under WatchdogSec
     request_deadline: float = REQUEST_DEADLINE_S       # a client's whole request
+    template_path: tuple[str, ...] = (IFUPDOWN2_TEMPLATES,)   # ifupdown2's template_lookuppath
 
 
 class Daemon:
@@ -84,7 +87,8 @@ class Daemon:
         self.notifier = notifier
         self.hooks = hooks
         self.source = ConfigSource(path=options.config, variables=options.variables,
-                                   render_timeout=options.render_timeout)
+                                   render_timeout=options.render_timeout,
+                                   template_path=options.template_path)
         self.config_errors: list[str] = []
         self.config_loaded_at: float | None = None
         self.dirty = DirtySet(options.debounce, options.cap)
@@ -146,7 +150,8 @@ class Daemon:
             self.source = ConfigSource(path=source["path"],
                                        variables=dict(source.get("variables") or {}),
                                        stdin_text=source.get("stdin_text"),
-                                       render_timeout=self.options.render_timeout)
+                                       render_timeout=self.options.render_timeout,
+                                       template_path=self.options.template_path)
         except (KeyError, TypeError, ConfigInvalid) as e:
             self.log.error(f"{self.trials.path} is unreadable ({type(e).__name__}: {e}); "
                            f"starting from the config instead")
@@ -588,6 +593,11 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                         metavar="SECONDS", help="stop a template that renders for longer; keep "
                         "it under the unit's WatchdogSec (default: $NETCFG_RENDER_TIMEOUT or "
                         f"{DEFAULT_RENDER_TIMEOUT_S:g})")
+    parser.add_argument("--template-path", metavar="DIR[:DIR...]", type=parse_template_path,
+                        default=template_path_from_env(),
+                        help="where <%%namespace file=...> finds templates after the config "
+                             "directory's lib/, as ifupdown2's template_lookuppath (default: "
+                             f"${TEMPLATE_PATH_ENV} or {IFUPDOWN2_TEMPLATES})")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = parser.parse_args(argv)
     variables: dict[str, Any] = {}
@@ -602,7 +612,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     options = Options(config=os.path.abspath(args.config), variables=variables,
                       run_dir=args.run_dir, netns_dir=args.netns_dir, debounce=args.debounce,
                       cap=args.cap, resync=args.resync, verbose=args.verbose,
-                      event_buffer=args.event_buffer)
+                      event_buffer=args.event_buffer, template_path=tuple(args.template_path))
     if not 0 < args.render_timeout < float("inf"):
         parser.error(f"--render-timeout expects a positive number of seconds, "
                      f"got {args.render_timeout}")

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 def source_from_request(daemon: "Daemon", request: dict[str, Any]) -> ConfigSource:
     """The client's config (its field types were checked by control.parse_request),
-    rendered under the daemon's own time limit: the loop is the daemon's."""
+    rendered under the daemon's own time limit (the loop is the daemon's) and with its
+    template path (the templates are the daemon's host's)."""
     raw = request.get("source") or {}
     if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
         raise NetcfgError('the request has no "source" with a "path"')
@@ -37,7 +38,8 @@ def source_from_request(daemon: "Daemon", request: dict[str, Any]) -> ConfigSour
     stdin_text = raw.get("stdin_text")
     return ConfigSource(path=raw["path"], variables=dict(variables),
                         stdin_text=stdin_text if isinstance(stdin_text, str) else None,
-                        render_timeout=daemon.options.render_timeout)
+                        render_timeout=daemon.options.render_timeout,
+                        template_path=daemon.options.template_path)
 
 
 def diagnostics(error: ConfigInvalid) -> list[str]:

@@ -30,6 +30,10 @@ DEFAULT_CONFIG = "/etc/netcfg"
 TEMPLATE_GLOB = "*.tmpl"
 VARS_FILE = "vars.json"
 STDIN = "-"
+# ifupdown2's template_lookuppath (ifupdown2.conf): files written for it
+# include templates from there (docs/compat.md). The default of --template-path.
+IFUPDOWN2_TEMPLATES = "/etc/network/ifupdown2/templates"
+TEMPLATE_PATH_ENV = "NETCFG_TEMPLATE_PATH"
 
 
 @dataclass
@@ -40,6 +44,9 @@ class ConfigSource:
     variables: dict[str, Any] = field(default_factory=dict)  # --set, over vars.json
     stdin_text: str | None = None  # the text when path is "-"
     render_timeout: float | None = DEFAULT_RENDER_TIMEOUT_S  # seconds for all templates
+    # ifupdown2's template_lookuppath: where `<%namespace file="/NAME"/>` of a file
+    # written for ifupdown2 finds NAME (--template-path, $NETCFG_TEMPLATE_PATH).
+    template_path: tuple[str, ...] = field(default_factory=lambda: (IFUPDOWN2_TEMPLATES,))
 
     @property
     def directory(self) -> str:
@@ -75,15 +82,22 @@ def load_variables(source: ConfigSource) -> dict[str, Any]:
     return variables
 
 
-# ifupdown2's template_lookuppath (ifupdown2.conf): files written for it
-# include templates from there (docs/compat.md).
-IFUPDOWN2_TEMPLATES = "/etc/network/ifupdown2/templates"
+def template_path_from_env(default: tuple[str, ...] = (IFUPDOWN2_TEMPLATES,)) -> tuple[str, ...]:
+    """$NETCFG_TEMPLATE_PATH split at ':' (as ifupdown2 splits template_lookuppath),
+    else ``default``."""
+    return parse_template_path(os.environ.get(TEMPLATE_PATH_ENV, "")) or default
+
+
+def parse_template_path(text: str) -> tuple[str, ...]:
+    """'DIR:DIR...' to its directories, empty parts left out."""
+    return tuple(part for part in text.split(":") if part)
 
 
 def make_renderer(source: ConfigSource) -> Renderer:
     lib_dirs = [shipped_lib_dir()]
-    if os.path.isdir(IFUPDOWN2_TEMPLATES):
-        lib_dirs.insert(0, IFUPDOWN2_TEMPLATES)
+    # The template path's directories in their order, those that exist, as
+    # ifupdown2's TemplateLookup searches them; after the config's lib/.
+    lib_dirs[0:0] = [d for d in dict.fromkeys(source.template_path) if os.path.isdir(d)]
     local_lib = os.path.join(source.directory, "lib")
     if os.path.isdir(local_lib):
         lib_dirs.insert(0, local_lib)  # the operator's defs win over shipped ones

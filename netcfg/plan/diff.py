@@ -270,6 +270,14 @@ def cycles_members(master: ConfigObject | None) -> bool:
     return master is not None and VRF_TABLE in master.attrs
 
 
+def downs_members(master: ConfigObject | None) -> bool:
+    """A bond takes only a device that is down: the kernel refuses to enslave an up
+    one (bond_enslave: EPERM, "Device can not be enslaved while up"), as on a host
+    where the NIC was up before netcfg (or ifupdown2, ignoring `bond-master`) put it
+    in its bond. Down drops its routes and IPv6 addresses, as a VRF's cycle does."""
+    return master is not None and master.kind == "bond"
+
+
 def routes_of(obj: ConfigObject) -> Iterable[dict[str, Any]]:
     """``route`` attributes plus ``gateway`` as default routes, each with dev."""
     for route in obj.attrs.get("route", ()):
@@ -544,6 +552,11 @@ class _Diff:
         current_up = cur is not None and is_up(cur)
         if want_master != had_master:
             if want_master is not None:
+                if current_up and downs_members(d.ifaces.get(want_master)):
+                    # Down first, up after (below), as ifupdown2's bond addon does.
+                    ops.append(Operation(LINK_DOWN, netns, name))
+                    current_up = False
+                    self.cycled.add(key)
                 ops.append(Operation(MASTER_SET, netns, name,
                                      params={"master": want_master[1]}))
             else:

@@ -29,6 +29,14 @@ import sys
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
+# What the corpus's hosts hold in /etc/network/ifupdown2/templates (ifupdown2's
+# template_lookuppath; tests/compat/readwith.py points both tools at it): its
+# examples' def files, under the name their own usage notes give them.
+TEMPLATES = CORPUS.parent / "templates"
+IFUPDOWN2_TEMPLATES = {
+    # "Copy this file under the template dir", used as file="/bridge_template".
+    "docs/examples/interfaces_bridge_template_func": "bridge_template",
+}
 
 
 def git(repo: str, *args: str) -> str:
@@ -43,22 +51,25 @@ def git_dir(path: str) -> str:
 
 class Corpus:
     def __init__(self) -> None:
-        self.seen: set[str] = set()
+        self.seen: dict[str, str] = {}      # text's digest -> the corpus name it is kept as
         self.count: dict[str, int] = {}
 
-    def add(self, source: str, name: str, origin: str, licence: str, text: str) -> None:
+    def add(self, source: str, name: str, origin: str, licence: str, text: str) -> str | None:
+        """Keep TEXT as SOURCE/NAME.interfaces unless the same text is kept already; the
+        corpus name (SOURCE/FILE) it is kept as, or None for a text without a stanza."""
         if "iface" not in text:
-            return
+            return None
         digest = hashlib.sha256(text.encode()).hexdigest()
         if digest in self.seen:
-            return
-        self.seen.add(digest)
+            return self.seen[digest]
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
         out = CORPUS / source / f"{name}.interfaces"
+        self.seen[digest] = f"{source}/{out.name}"
         out.parent.mkdir(parents=True, exist_ok=True)
         body = text if text.endswith("\n") else text + "\n"
         out.write_text(f"# compat-source: {origin}; licence: {licence}\n{body}")
         self.count[source] = self.count.get(source, 0) + 1
+        return self.seen[digest]
 
 
 def from_git(corpus: Corpus, repo: str, url: str, source: str, licence: str,
@@ -69,6 +80,40 @@ def from_git(corpus: Corpus, repo: str, url: str, source: str, licence: str,
         if select(path):
             text = git(repo, "show", f"{rev}:{path}")
             corpus.add(source, name_of(path), f"{url} {path} @ {rev[:12]}", licence, text)
+
+
+def from_pve_network(corpus: Corpus, repo: str, commit: str) -> None:
+    """pve-network's SDN zone tests: each test directory holds a host's `interfaces` and
+    the `expected_sdn_interfaces` generated for it, which Proxmox writes to
+    /etc/network/interfaces.d/sdn and reads only through the host's file (it sources
+    it). The SDN file's source line names the host file kept for its test
+    (`read with:`, tests/compat/readwith.py), so both tiers read the pair."""
+    url, licence = "github.com/proxmox/pve-network", "AGPL-3.0-or-later"
+    repo = git_dir(repo)
+    rev = git(repo, "rev-parse", commit).strip()
+    tests = sorted({str(Path(p).parent) for p in
+                    git(repo, "ls-tree", "-r", "--name-only", rev, "src/test/zones/").splitlines()
+                    if Path(p).name in ("interfaces", "expected_sdn_interfaces")})
+    hosts: dict[str, str | None] = {}
+    for test in tests:      # the host files first, so each SDN file can name its host's
+        try:
+            text = git(repo, "show", f"{rev}:{test}/interfaces")
+        except subprocess.CalledProcessError:
+            continue
+        hosts[test] = corpus.add("pve-network", "-".join(test.split("/")[3:5]) + "-host",
+                                 f"{url} {test}/interfaces @ {rev[:12]}", licence, text)
+    for test in tests:
+        try:
+            text = git(repo, "show", f"{rev}:{test}/expected_sdn_interfaces")
+        except subprocess.CalledProcessError:
+            continue
+        host = hosts.get(test)
+        read_with = (f"read with: {host} (the host file of its pve-network test, which "
+                     "sources it)" if host else
+                     "read with: none (the host file of its pve-network test is empty)")
+        corpus.add("pve-network", "-".join(test.split("/")[3:5]) + "-sdn",
+                   f"{url} {test}/expected_sdn_interfaces @ {rev[:12]}; {read_with}", licence,
+                   text)
 
 
 def adoc_blocks(text: str) -> list[tuple[int, str]]:
@@ -118,6 +163,7 @@ def main() -> int:
                 "debian-ifupdown-examples"):
         ap.add_argument(f"--{opt}")
     ap.add_argument("--cldemo-l3clos-commit", default="84f2fc8e7d379419fa67108534177ce3df0d2140")
+    ap.add_argument("--pve-network-commit", default="HEAD")
     ap.add_argument("--derive-without", metavar="ATTRIBUTE",
                     help="write tests/compat/cases/ from the files refused for ATTRIBUTE alone")
     a = ap.parse_args()
@@ -133,6 +179,16 @@ def main() -> int:
         from_git(corpus, a.ifupdown2, url, "ifupdown2", "GPL-2.0",
                  lambda p: p.startswith("docs/examples/") and not p.endswith((".py", ".sh")),
                  lambda p: "examples-" + p[len("docs/examples/"):].replace("/", "-"))
+        repo = git_dir(a.ifupdown2)
+        rev = git(repo, "rev-parse", "HEAD").strip()
+        for path, name in IFUPDOWN2_TEMPLATES.items():
+            # A '#' line is text to Mako, not a comment; outside any <%def> it is
+            # rendered only when the file is, never when it is used as a namespace.
+            TEMPLATES.mkdir(exist_ok=True)
+            (TEMPLATES / name).write_text(
+                f"# compat-source: {url} {path} @ {rev[:12]}, as "
+                f"/etc/network/ifupdown2/templates/{name} (its usage notes say to put it "
+                f"there); licence: GPL-2.0\n" + git(repo, "show", f"{rev}:{path}"))
     if a.pve_docs:
         repo = git_dir(a.pve_docs)
         rev = git(repo, "rev-parse", "HEAD").strip()
@@ -146,12 +202,7 @@ def main() -> int:
                            f"github.com/proxmox/pve-docs {path} line {line} @ {rev[:12]}",
                            "GFDL-1.3-or-later", body)
     if a.pve_network:
-        from_git(corpus, a.pve_network, "github.com/proxmox/pve-network", "pve-network",
-                 "AGPL-3.0-or-later",
-                 lambda p: p.startswith("src/test/zones/")
-                 and Path(p).name in ("interfaces", "expected_sdn_interfaces"),
-                 lambda p: "-".join(p.split("/")[3:5])
-                 + ("-sdn" if p.endswith("expected_sdn_interfaces") else "-host"))
+        from_pve_network(corpus, a.pve_network, a.pve_network_commit)
     for opt, url in (("cldemo_evpn", "github.com/CumulusNetworks/cldemo-evpn"),
                      ("cldemo_l3clos", "github.com/CumulusNetworks/cldemo-l3clos")):
         repo = getattr(a, opt)

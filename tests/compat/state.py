@@ -12,9 +12,11 @@ their routes, and netcfg's device group (it tags what it makes, by design).
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
+from pathlib import Path
 
 # Per-link keys that are identity, kernel bookkeeping or counters, not configuration.
 LINK_DROP = {"ifindex", "link_index", "stats64", "stats", "qdisc", "txqlen", "num_tx_queues",
@@ -46,6 +48,25 @@ def _json(*argv: str) -> list:
 
 def _clean(data: dict) -> dict:
     return {k: v for k, v in sorted(data.items()) if k not in INFO_DROP}
+
+
+def _table_ids() -> dict[str, str]:
+    """Route table names this sandbox's iproute2 prints -> their numbers, except main,
+    local and default: ifupdown2 names a VRF's table in its own map
+    (/etc/iproute2/rt_tables.d/ifupdown2_vrf_map.conf), netcfg leaves it a number."""
+    names: dict[str, str] = {}
+    paths = ["/etc/iproute2/rt_tables", *sorted(glob.glob("/etc/iproute2/rt_tables.d/*.conf"))]
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            words = line.split("#", 1)[0].split()
+            if len(words) == 2 and words[0].isdigit() and \
+                    words[1] not in ("main", "local", "default", "unspec"):
+                names[words[1]] = words[0]
+    return names
 
 
 def read(exclude: list[str] = ()) -> dict:
@@ -85,6 +106,7 @@ def read(exclude: list[str] = ()) -> dict:
         if rows:
             addresses[link["ifname"]] = sorted(rows, key=lambda r: (r["family"], r["local"]))
     routes = []
+    tables = _table_ids()
     for family in ("-4", "-6"):
         for r in _json("ip", family, "-j", "route", "show", "table", "all"):
             dst = r.get("dst", "")
@@ -92,9 +114,12 @@ def read(exclude: list[str] = ()) -> dict:
                 continue
             if r.get("table") == "local" and dst.startswith("fe80:"):
                 continue
-            routes.append({k: r[k] for k in ("dst", "gateway", "dev", "table", "protocol",
-                                             "scope", "type", "metric", "prefsrc", "flags",
-                                             "nexthops") if k in r})
+            row = {k: r[k] for k in ("dst", "gateway", "dev", "table", "protocol",
+                                     "scope", "type", "metric", "prefsrc", "flags",
+                                     "nexthops") if k in r}
+            if row.get("table") in tables:
+                row["table"] = tables[row["table"]]   # a VRF's table by number
+            routes.append(row)
     vlans = {v["ifname"]: v.get("vlans", []) for v in _json("bridge", "-j", "vlan", "show")
              if v.get("ifname") not in skip}
     remotes = {}

@@ -123,3 +123,24 @@ def test_vm_subset_is_recorded():
     recorded = EXPECTATION.get(vm_differential.EXPECTATION_KEY, {})
     missing = [n for n in vm_differential.SUBSET if n not in recorded]
     assert not missing, "run tests/compat/vm_differential.py --update-expectation: " + str(missing)
+
+
+def test_explain_names_deliberate_differences_and_leaves_the_rest():
+    """differential.explain: what the doc tables count as explained (pure, no root)."""
+    text = ("auto br0\niface br0\n    bridge-ports eth0 bond0\n    address 10.0.0.1/24\n"
+            "    gateway 10.0.0.254\nauto eth1\niface eth1\n    bond-master bond0\n"
+            "auto bond0\niface bond0\n    bond-slaves none\n")
+    lines = [
+        "sysctl ipv4/br0/forwarding: ifupdown2 1, netcfg 0",
+        "sysctl ipv6/eth0/disable_ipv6: ifupdown2 1, netcfg 0",
+        'route ifupdown2 only: {"dev": "br0", "dst": "default", "flags": ["onlink"], '
+        '"gateway": "10.0.0.254", "protocol": "kernel"}',
+        'route netcfg only: {"dev": "br0", "dst": "default", "flags": [], '
+        '"gateway": "10.0.0.254", "protocol": "110"}',
+        "link eth1 master: ifupdown2 None, netcfg 'bond0'",
+        "sysctl ipv6/eth9/disable_ipv6: ifupdown2 1, netcfg 0",     # not a port: unexplained
+        "link br0 mtu: ifupdown2 9000, netcfg 1500",                  # unexplained
+    ]
+    why = differential.explain(lines, text)
+    assert set(why) == set(lines[:5])
+    assert all(w.startswith(("deliberate: ", "not a setting: ")) for w in why.values())

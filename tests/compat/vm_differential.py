@@ -63,7 +63,7 @@ SUBSET = [
     "ifupdown2/examples-mgmt-vrf.interfaces",                         # vrf
     "pve-network/evpn-ebgp_loopback-host.interfaces",                 # dummy
     "ifupdown2/scp-bridge_new_attribute_igmp_mld.after.interfaces",   # VLAN-aware bridge
-    "cases/pve-docs-pve-network-L697-without-bridge-fd.interfaces",   # bond + vlan (Proxmox)
+    "pve-docs/pve-network-L697.interfaces",                           # bond + vlan (Proxmox)
     "pve-network/vlan-bridge_vlanaware-sdn.interfaces",               # Proxmox SDN vlan zone
 ]
 
@@ -146,7 +146,7 @@ class Warm:
         return proc
 
     def plan(self, path: Path) -> dict | None:
-        proc = self.run([*dt.NETCFG, "plan", "--json", "-c", str(path)], None, 300)
+        proc = self.run(dt.netcfg_argv("plan", "--json", "-c", str(path)), None, 300)
         if "Traceback" in proc.stderr:
             raise RuntimeError("netcfg plan crashed: " + proc.stderr.strip()[-600:])
         return json.loads(proc.stdout) if proc.returncode == 0 else None
@@ -238,10 +238,50 @@ def guest(out_dir: Path, names: list[str]) -> int:
     with log.open("a") as f:
         f.write(json.dumps({"guest": os.uname().release, "kinds": sorted(kinds),
                             "warm_s": round(time.monotonic() - t0, 1)}) + "\n")
+    jobs = max(1, int(os.environ.get("NETCFG_COMPAT_VM_JOBS", "1")))
+    if jobs == 1:
+        _run_names(warm, kinds, names, out_dir, log)
+        return 0
+    # Several files at a time: one runs mostly on one vCPU, and ifupdown2 waits idle
+    # (dhclient's 60 s). Each sandbox is its own namespaces, so they do not meet; each
+    # worker writes its own outcomes.N.jsonl (appends from several writers over the
+    # host's shared directory are not known to stay whole).
+    pids = []
+    for w in range(jobs):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                _run_names(warm, kinds, names[w::jobs], out_dir, out_dir / f"outcomes.{w}.jsonl")
+            except BaseException:   # noqa: BLE001 - a worker reports and exits
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        pids.append(pid)
+    return int(any(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 0 for pid in pids))
+
+
+def _run_names(warm: "Warm", kinds: set[str], names: list[str], out_dir: Path,
+               log: Path) -> None:
     for name in names:
         start = time.monotonic()
         with open(out_dir / "trace.log", "a") as f:
             f.write(f"--- {name}\n")
+        if ALONE in name:       # NAME@ifupdown2-only=PORT,...: a file netcfg refuses
+            name, ports = name.split(ALONE, 1)
+            try:
+                row = {"ifupdown2_alone": dt.ifupdown2_alone(path_of(name), ports.split(","),
+                                                             start=warm.sandbox)}
+            except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
+                row = {"ifupdown2_alone": {"file": name, "error": str(e)[-1500:]}}
+            row["ifupdown2_alone"]["file"] = name
+            row["wall_s"] = round(time.monotonic() - start, 1)
+            with log.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(f"{name}: ifupdown2 alone in {row['wall_s']} s", flush=True)
+            continue
         try:
             out = dt.run_file(path_of(name), kinds, plan_of=warm.plan, start=warm.sandbox)
             out.file = name
@@ -252,13 +292,14 @@ def guest(out_dir: Path, names: list[str]) -> int:
         with log.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(f"{name}: {out.status} in {row['wall_s']} s", flush=True)
-    return 0
 
 
 # ---- host: boot once, read the outcomes ----------------------------------------------------
 
-def path_of(name: str) -> Path:
-    return HERE / name if (HERE / name).exists() else HERE / "corpus" / name
+ALONE = "@ifupdown2-only="
+
+
+path_of = dt.path_of
 
 
 def vm_tier_files() -> list[str]:
@@ -274,15 +315,21 @@ def kernel() -> str:
     return str(found[-1])
 
 
-def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
+def boot(names: list[str], timeout_s: int | None = None,
+         jobs: int = 1) -> tuple[list[dt.Outcome], dict]:
     """One VM for every file; the outcomes it wrote, and its header line with timings."""
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     log = OUT_DIR / "outcomes.jsonl"
     log.write_text("")
+    for part in OUT_DIR.glob("outcomes.*.jsonl"):
+        part.unlink()
     (OUT_DIR / "files.txt").write_text("\n".join(names) + "\n")
     py = REPO / ".venv" / "bin" / "python"
-    inner = (f"unshare --net --mount --propagation private {py} -u {Path(__file__).resolve()} "
-             f"--guest {OUT_DIR}")
+    # PYTHONPATH: the netcfg of this tree, whichever tree the venv was installed from.
+    limit = (f" NETCFG_COMPAT_TIMEOUT_S={timeout_s}" if timeout_s else "") + \
+        f" NETCFG_COMPAT_VM_JOBS={jobs}"
+    inner = (f"env PYTHONPATH={REPO}{limit} unshare --net --mount --propagation private {py} -u "
+             f"{Path(__file__).resolve()} --guest {OUT_DIR}")
     # vng runs virtme-run from PATH: the venv's bin first, as `make test-vm` puts it.
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}")
     vng = shutil.which("vng", path=env["PATH"])
@@ -294,7 +341,8 @@ def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
                                "--disable-kvm", "--memory", "2G", "--cpus", "2",
                                f"--rwdir={OUT_DIR}", "--exec", inner],
                               cwd=REPO, env=env, stdout=vm_log, stderr=subprocess.STDOUT)
-    rows = [json.loads(ln) for ln in log.read_text().splitlines() if ln.strip()]
+    rows = [json.loads(ln) for path in [log, *sorted(OUT_DIR.glob("outcomes.*.jsonl"))]
+            for ln in path.read_text().splitlines() if ln.strip()]
     head = rows[0] if rows and "guest" in rows[0] else {}
     head["vm_s"] = round(time.monotonic() - start, 1)
     head["vm_rc"] = proc.returncode
@@ -302,6 +350,7 @@ def boot(names: list[str]) -> tuple[list[dt.Outcome], dict]:
     outcomes = [dt.Outcome(**{k: v for k, v in r.items() if k in names_of})
                 for r in rows if "file" in r]
     head["wall_s"] = {r["file"]: r.get("wall_s") for r in rows if "file" in r}
+    head["ifupdown2_alone"] = [r["ifupdown2_alone"] for r in rows if "ifupdown2_alone" in r]
     return outcomes, head
 
 
@@ -326,13 +375,17 @@ def regressions(outcomes: list[dt.Outcome]) -> list[str]:
     return bad
 
 
+def mark_timeouts(outcomes: list[dt.Outcome]) -> None:
+    for o in outcomes:
+        if -9 in (o.ifupdown2_rc, o.netcfg_rc) and o.status != "timeout":
+            # Killed at the harness's time limit (TCG on a loaded host): not a result.
+            o.status, o.detail = "timeout", o.detail + " (killed at the time limit)"
+
+
 def update_expectation(outcomes: list[dt.Outcome]) -> None:
     expectation = json.loads(dt.EXPECTATION.read_text())
     recorded = expectation.setdefault(EXPECTATION_KEY, {})
     for o in outcomes:
-        if -9 in (o.ifupdown2_rc, o.netcfg_rc):
-            # Killed at the harness's time limit (TCG on a loaded host): not a result.
-            o.status, o.detail = "timeout", o.detail + " (killed at the time limit)"
         recorded[o.file] = {"status": o.status, "detail": o.detail,
                             "differences": o.differences,
                             "takeover_disruptive": len(o.takeover_disruptive),
@@ -345,6 +398,10 @@ DOC_END = "<!-- END VM differential table -->"
 
 
 def write_doc(outcomes: list[dt.Outcome]) -> None:
+    # The vm-tier files no boot has run yet are rows too, so the table says what is left.
+    ran = {o.file for o in outcomes}
+    outcomes = outcomes + [dt.Outcome(n, "not run", "no VM boot has run it yet")
+                           for n in vm_tier_files() if n not in ran]
     text = dt.render(outcomes).replace(dt.DOC_BEGIN, DOC_BEGIN).replace(dt.DOC_END, DOC_END)
     doc = dt.DOC.read_text()
     if DOC_BEGIN not in doc or DOC_END not in doc:
@@ -360,23 +417,49 @@ def main(argv: list[str] | None = None) -> int:
         names = (out_dir / "files.txt").read_text().split()
         return guest(out_dir, names)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="*", help="names as in expectation.json (default: vm-tier)")
+    ap.add_argument("files", nargs="*", help="names as in expectation.json (default: vm-tier); "
+                    f"NAME{ALONE}PORT,... runs ifupdown2 alone on a file netcfg refuses")
     ap.add_argument("--subset", action="store_true", help="make test's few files")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when a file changed against expectation.json's VM record")
     ap.add_argument("--update-expectation", action="store_true")
     ap.add_argument("--doc", action="store_true", help="write the table into docs/compat.md")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="files run at a time in the guest (default 1; the state each "
+                         "compares is its own sandboxes', so only the time changes)")
+    ap.add_argument("--timeout", type=int, metavar="SECONDS",
+                    help=f"each sandbox's limit in the guest (default {dt.TIMEOUT}; ifup -a "
+                         "gets 30 s less): for a file killed at the limit, rerun alone")
+    ap.add_argument("--from-outcomes", metavar="JSONL", type=Path, nargs="+",
+                    help="boot nothing: take the outcomes earlier boots wrote (copies of "
+                         f"{OUT_DIR.relative_to(REPO)}/outcomes.jsonl, one per batch) for "
+                         "--doc, --update-expectation and --check")
     args = ap.parse_args(argv)
+    if args.from_outcomes:
+        outcomes = dt.read_outcomes(args.from_outcomes)
+        mark_timeouts(outcomes)
+        if args.update_expectation:
+            update_expectation(outcomes)
+        if args.doc:
+            write_doc(outcomes)
+        bad = regressions(outcomes) if args.check else []
+        for line in bad:
+            print("vm_differential: " + line, file=sys.stderr)
+        return 1 if bad else 0
     if os.geteuid() != 0:
         print("vm_differential: needs root (namespaces)", file=sys.stderr)
         return 1
     names = args.files or (SUBSET if args.subset else vm_tier_files())
-    outcomes, head = boot(names)
+    outcomes, head = boot(names, args.timeout, args.jobs)
+    mark_timeouts(outcomes)
     for o in outcomes:
         print(dt.report(o))
+    for alone in head["ifupdown2_alone"]:
+        print(json.dumps(alone, indent=1))
     print(f"vm: {head.get('guest')} rc {head.get('vm_rc')}, {head.get('vm_s')} s in all, "
           f"warm-up {head.get('warm_s')} s; per file: {head.get('wall_s')}")
-    missing = sorted(set(names) - {o.file for o in outcomes})
+    missing = sorted({n.split(ALONE)[0] for n in names}
+                     - {o.file for o in outcomes} - {a["file"] for a in head["ifupdown2_alone"]})
     if missing:
         print(f"vm_differential: {len(missing)} files not run (see {OUT_DIR / 'vm.log'}): "
               + ", ".join(missing), file=sys.stderr)

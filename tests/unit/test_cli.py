@@ -292,6 +292,31 @@ def test_an_endless_template_stops_at_the_render_timeout(tmp_path, monkeypatch):
     assert code == 1 and "longer than 0.3 s" in err
 
 
+def test_template_path_points_ifupdown2s_lookup_at_a_directory(tmp_path, monkeypatch):
+    """A file written for ifupdown2 names its templates as `file="/NAME"`, found in
+    template_lookuppath: --template-path (or $NETCFG_TEMPLATE_PATH) says where that is
+    when it is not /etc/network/ifupdown2/templates; the first directory holding it wins."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for directory, name in ((first, "br_first"), (second, "br_second")):
+        directory.mkdir()
+        (directory / "bridge_template").write_text(
+            f'<%def name="makebr(n)">\nauto {name}${{n}}\niface {name}${{n}}\n'
+            "    bridge-ports none\n</%def>\n")
+    path = tmp_path / "conf" / "interfaces"
+    path.parent.mkdir()
+    path.write_text('<%namespace name="bridge" file="/bridge_template"/>\n${bridge.makebr(7)}\n')
+    code, out, err = run(["render", "--template-path", f"{tmp_path / 'none'}:{second}:{first}",
+                          "-c", str(path)])
+    assert code == 0, err
+    assert "iface br_second7" in out
+    monkeypatch.setenv("NETCFG_TEMPLATE_PATH", str(first))
+    code, out, err = run(["render", "-c", str(path)])
+    assert code == 0 and "iface br_first7" in out, err
+    code, _, err = run(["check", "--template-path", str(tmp_path / "none"), "-c", str(path)])
+    assert code == 1 and f"{path}:1: error: template error: " in err
+    assert "Can't locate template for uri '/bridge_template'" in err
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "soon", "inf", "nan"])
 def test_a_render_timeout_must_be_positive_seconds(tmp_path, value):
     code, _, _ = run(["check", "--render-timeout", value, "-c", str(tmp_path)])

@@ -272,6 +272,25 @@ def test_masters_index_is_used():
     same(diff(desired, current), (MASTER_SET, "swp1", "", {"master": "bond0"}))
 
 
+def test_an_up_device_goes_down_to_join_a_bond_and_comes_back_up():
+    """The kernel refuses to enslave an up device to a bond (EPERM): netcfg takes it
+    down first, as ifupdown2 does (seen taking over cldemo-l3clos server01, whose
+    `bond-master` lines ifupdown2 3.0 ignores, leaving eth1 up and out of the bond)."""
+    current = model(iface("uplink", "bond"), iface("eth1", "physical"))
+    desired = model(iface("uplink", "bond"), iface("eth1", "physical"),
+                    masters={("", "eth1"): ("", "uplink")})
+    same(diff(desired, current), (LINK_DOWN, "eth1"),
+         (MASTER_SET, "eth1", "", {"master": "uplink"}), (LINK_UP, "eth1"))
+    # Down, it joins as it is; a bridge takes an up port.
+    current.interfaces[("", "eth1")].auto = False
+    desired.interfaces[("", "eth1")].auto = False
+    same(diff(desired, current), (MASTER_SET, "eth1", "", {"master": "uplink"}))
+    bridge = model(iface("br0", "bridge"), iface("eth1", "physical"),
+                   masters={("", "eth1"): ("", "br0")})
+    same(diff(bridge, model(iface("br0", "bridge"), iface("eth1", "physical"))),
+         (MASTER_SET, "eth1", "", {"master": "br0"}))
+
+
 def test_no_release_from_a_deleted_master():
     current = model(iface("br0", "bridge", bridge_ports=["swp1"], auto=False),
                     iface("swp1", "physical", auto=False))

@@ -116,7 +116,7 @@ def test_templates_are_looked_up_in_ifupdown2s_template_path(tmp_path, monkeypat
             bridge-ports none
         </%def>
         """))
-    monkeypatch.setattr(pipeline, "IFUPDOWN2_TEMPLATES", str(lookup))
+    monkeypatch.setattr(pipeline, "IFUPDOWN2_TEMPLATES", str(lookup))   # the default path
     result = compiled(tmp_path, """\
         <%namespace name="b" file="bridges.tmpl"/>
         % for n in range(2):
