@@ -35,9 +35,9 @@ from netcfg.apply.confirm import run_dir
 from netcfg.apply.execute import ApplyFailed, ApplyResult, RevertFailed, apply, revert
 from netcfg.apply.lock import apply_lock
 from netcfg.cli.client import socket_path
-from netcfg.compile.pipeline import (DEFAULT_CONFIG, IFUPDOWN2_TEMPLATES, STDIN,
-                                     TEMPLATE_PATH_ENV, ConfigSource, compile_config,
-                                     parse_template_path, template_path_from_env)
+from netcfg.cli.common import add_template_path_option
+from netcfg.compile.pipeline import (DEFAULT_CONFIG, IFUPDOWN2_TEMPLATES, STDIN, ConfigSource,
+                                     compile_config)
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, render_timeout_from_env
 from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
 from netcfg.kernel.ns import DEFAULT_RUN_DIR as NETNS_RUN_DIR
@@ -593,11 +593,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                         metavar="SECONDS", help="stop a template that renders for longer; keep "
                         "it under the unit's WatchdogSec (default: $NETCFG_RENDER_TIMEOUT or "
                         f"{DEFAULT_RENDER_TIMEOUT_S:g})")
-    parser.add_argument("--template-path", metavar="DIR[:DIR...]", type=parse_template_path,
-                        default=template_path_from_env(),
-                        help="where <%%namespace file=...> finds templates after the config "
-                             "directory's lib/, as ifupdown2's template_lookuppath (default: "
-                             f"${TEMPLATE_PATH_ENV} or {IFUPDOWN2_TEMPLATES})")
+    add_template_path_option(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = parser.parse_args(argv)
     variables: dict[str, Any] = {}

@@ -9,7 +9,9 @@ import json
 import sys
 from typing import Any
 
-from netcfg.compile.pipeline import STDIN, ConfigSource, read_stdin
+from netcfg.compile.pipeline import (IFUPDOWN2_TEMPLATES, STDIN, TEMPLATE_PATH_ENV,
+                                     ConfigSource, parse_template_path, read_stdin,
+                                     template_path_from_env)
 from netcfg.model.errors import UsageError
 
 
@@ -20,6 +22,15 @@ def print_json(value: Any) -> None:
         print(json.dumps(value, indent=2))
     else:
         print(json.dumps(value, separators=(",", ":")))
+
+
+def add_template_path_option(parser: argparse.ArgumentParser) -> None:
+    """--template-path, the same for netcfg and netcfgd (both compile templates)."""
+    parser.add_argument("--template-path", metavar="DIR[:DIR...]", type=parse_template_path,
+                        default=template_path_from_env(),
+                        help="where <%%namespace file=...> finds templates after the config "
+                             "directory's lib/, as ifupdown2's template_lookuppath (default: "
+                             f"${TEMPLATE_PATH_ENV} or {IFUPDOWN2_TEMPLATES})")
 
 
 def config_source(args: argparse.Namespace) -> ConfigSource:

@@ -29,11 +29,9 @@ import traceback
 from typing import Sequence
 
 from netcfg import __version__
-from netcfg.cli.common import config_source, print_json
+from netcfg.cli.common import add_template_path_option, config_source, print_json
 from netcfg.cli.kernel_commands import add_commands
-from netcfg.compile.pipeline import (DEFAULT_CONFIG, IFUPDOWN2_TEMPLATES, TEMPLATE_PATH_ENV,
-                                     ConfigSource, compile_config, parse_template_path,
-                                     render_config, template_path_from_env)
+from netcfg.compile.pipeline import DEFAULT_CONFIG, ConfigSource, compile_config, render_config
 from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
                                    render_timeout_from_env)
 from netcfg.model.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid,
@@ -83,11 +81,7 @@ def _config_options() -> argparse.ArgumentParser:
                         default=render_timeout_from_env(),
                         help="stop templates that render for longer (default: "
                              f"${RENDER_TIMEOUT_ENV} or {DEFAULT_RENDER_TIMEOUT_S:g})")
-    common.add_argument("--template-path", metavar="DIR[:DIR...]", type=parse_template_path,
-                        default=template_path_from_env(),
-                        help="where <%%namespace file=...> finds templates after the config "
-                             "directory's lib/, as ifupdown2's template_lookuppath (default: "
-                             f"${TEMPLATE_PATH_ENV} or {IFUPDOWN2_TEMPLATES})")
+    add_template_path_option(common)
     return common
 
 

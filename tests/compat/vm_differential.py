@@ -410,6 +410,20 @@ def write_doc(outcomes: list[dt.Outcome]) -> None:
     dt.DOC.write_text(head + text + rest.split(DOC_END, 1)[1])
 
 
+
+def record(outcomes: list, args: argparse.Namespace) -> list[str]:
+    """What --update-expectation, --doc and --check ask of a run's outcomes
+    (one boot's, or several boots' read back with --from-outcomes); returns
+    the regressions --check found, each printed."""
+    if args.update_expectation:
+        update_expectation(outcomes)
+    if args.doc:
+        write_doc(outcomes)
+    bad = regressions(outcomes) if args.check else []
+    for line in bad:
+        print("vm_differential: " + line, file=sys.stderr)
+    return bad
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--guest"]:
@@ -438,14 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_outcomes:
         outcomes = dt.read_outcomes(args.from_outcomes)
         mark_timeouts(outcomes)
-        if args.update_expectation:
-            update_expectation(outcomes)
-        if args.doc:
-            write_doc(outcomes)
-        bad = regressions(outcomes) if args.check else []
-        for line in bad:
-            print("vm_differential: " + line, file=sys.stderr)
-        return 1 if bad else 0
+        return 1 if record(outcomes, args) else 0
     if os.geteuid() != 0:
         print("vm_differential: needs root (namespaces)", file=sys.stderr)
         return 1
@@ -463,13 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"vm_differential: {len(missing)} files not run (see {OUT_DIR / 'vm.log'}): "
               + ", ".join(missing), file=sys.stderr)
-    if args.update_expectation:
-        update_expectation(outcomes)
-    if args.doc:
-        write_doc(outcomes)
-    bad = regressions(outcomes) if args.check else []
-    for line in bad:
-        print("vm_differential: " + line, file=sys.stderr)
+    bad = record(outcomes, args)
     errors = [o for o in outcomes if o.status == "error"]
     return 1 if bad or missing or errors else 0
 
