@@ -86,7 +86,9 @@ class Bridge(Kind):
                              f"{STP_FORWARD_DELAY[0]}-{STP_FORWARD_DELAY[1]} seconds the kernel "
                              f"allows with bridge-stp yes", FORWARD_DELAY)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
-        if not vlan_aware:
+        if vlan_aware:
+            _warn_no_untagged_vlan(obj, model, report)
+        else:
             for attribute in ("bridge-vids", "bridge-pvid", "bridge-access"):
                 if attribute in obj.attrs:
                     warn_not_vlan_aware(obj, attribute, obj.name, report)
@@ -148,6 +150,32 @@ _VLAN_AWARE_ONLY = ("bridge-mcast-vlan-snooping",)
 
 # Kinds the kernel never enslaves to a bridge (br_add_if).
 _NEVER_PORTS = frozenset({"loopback", "bridge"})
+
+
+def _warn_no_untagged_vlan(bridge: ConfigObject, model: Model, report) -> None:
+    """A known difference from ifupdown2 that can cut a host off, said at
+    check until it is fixed (docs/compat.md, "Left to do"): netcfg makes a
+    VLAN-aware bridge with default_pvid 0 and gives a port a PVID only where
+    the file writes one, where ifupdown2 gives the bridge and every port
+    VLAN 1 untagged (bridge-pvid defaults to 1). So the bridge's own
+    addresses get no untagged frames, nor do ports without a PVID."""
+    if "address" in bridge.attrs:
+        what = "its address gets no untagged frames (the bridge itself has no VLAN)"
+    elif "bridge-pvid" in bridge.attrs:
+        return
+    else:
+        bare = [p for p in bridge.attrs.get("bridge-ports", [])
+                if not {"bridge-pvid", "bridge-access"} & getattr(
+                    model.interfaces.get((bridge.netns, p)), "attrs", {}).keys()]
+        if not bare:
+            return
+        what = f"untagged frames on {', '.join(bare[:3])}{' ...' if len(bare) > 3 else ''} " \
+               f"are dropped (no PVID)"
+    report.warning(bridge.where("bridge-vlan-aware"),
+                   f"{bridge.label()}: VLAN-aware: {what}. ifupdown2 gives a VLAN-aware "
+                   f"bridge and its ports VLAN 1 as untagged PVID by default; netcfg does not "
+                   f"yet (docs/compat.md, Left to do), so do not move a host that relies on "
+                   f"untagged traffic here to netcfg until it does", "bridge-vlan-aware")
 
 
 def _report_port(bridge: ConfigObject, port: ConfigObject, report) -> None:
