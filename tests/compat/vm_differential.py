@@ -410,7 +410,6 @@ def write_doc(outcomes: list[dt.Outcome]) -> None:
     dt.DOC.write_text(head + text + rest.split(DOC_END, 1)[1])
 
 
-
 def record(outcomes: list, args: argparse.Namespace) -> list[str]:
     """What --update-expectation, --doc and --check ask of a run's outcomes
     (one boot's, or several boots' read back with --from-outcomes); returns
@@ -423,6 +422,7 @@ def record(outcomes: list, args: argparse.Namespace) -> list[str]:
     for line in bad:
         print("vm_differential: " + line, file=sys.stderr)
     return bad
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
