@@ -164,9 +164,15 @@ def _warn_no_untagged_vlan(bridge: ConfigObject, model: Model, report) -> None:
     elif "bridge-pvid" in bridge.attrs:
         return
     else:
-        bare = [p for p in bridge.attrs.get("bridge-ports", [])
-                if not {"bridge-pvid", "bridge-access"} & getattr(
-                    model.interfaces.get((bridge.netns, p)), "attrs", {}).keys()]
+        # A vxlan port carries tagged VLANs mapped to VNIs; untagged frames
+        # are not its traffic (and ifupdown2 gives it no PVID either).
+        bare = []
+        for name in bridge.attrs.get("bridge-ports", []):
+            port = model.interfaces.get((bridge.netns, name))
+            attrs = port.attrs if port is not None else {}
+            if (port is None or port.kind != "vxlan") and \
+                    not {"bridge-pvid", "bridge-access"} & attrs.keys():
+                bare.append(name)
         if not bare:
             return
         what = f"untagged frames on {', '.join(bare[:3])}{' ...' if len(bare) > 3 else ''} " \
