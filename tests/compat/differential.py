@@ -311,6 +311,26 @@ VRR_METRIC_BUG = ("netcfg bug: VRR (address-virtual) macvlans without ifupdown2'
                   "metric 1024 and accept_dad 0")
 
 
+# A per-device sysctl difference explained by what the device is alone: (the
+# difference's pattern, the device's role in the file or None for any, the reason).
+DEVICE_SYSCTL_RULES = (
+    (re.compile(r"sysctl ipv[46]/(\S+)/forwarding: ifupdown2 1, netcfg 0$"), "bridge",
+     "deliberate: forwarding on a bridge with an address"),
+    (re.compile(r"sysctl ipv6/(\S+-v\d+)/accept_dad: ifupdown2 0, netcfg 1$"), None,
+     VRR_METRIC_BUG),
+    (re.compile(r"sysctl ipv6/(\S+)/disable_ipv6: ifupdown2 1, netcfg 0$"), "port",
+     "deliberate: disable_ipv6 on bridge ports"),
+)
+
+
+def _device_sysctl_reason(line: str, roles: dict[str, set[str]]) -> str | None:
+    for pattern, role, reason in DEVICE_SYSCTL_RULES:
+        m = pattern.match(line)
+        if m and (role is None or m.group(1) in roles[role]):
+            return reason
+    return None
+
+
 def explain(differences: list[str], file_text: str) -> dict[str, str]:
     """Each difference that is one of the deliberate ones (docs/compat.md "Where netcfg
     differs") -> 'deliberate: ' and its name there; one that is no setting of either
@@ -363,17 +383,9 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
             why[line] = ("deliberate: arp-accept on a bridge without an address (ifupdown2 "
                          "applies it only with one)")
             continue
-        m = re.match(r"sysctl ipv[46]/(\S+)/forwarding: ifupdown2 1, netcfg 0$", line)
-        if m and m.group(1) in bridges:
-            why[line] = "deliberate: forwarding on a bridge with an address"
-            continue
-        m = re.match(r"sysctl ipv6/(\S+-v\d+)/accept_dad: ifupdown2 0, netcfg 1$", line)
-        if m:
-            why[line] = VRR_METRIC_BUG
-            continue
-        m = re.match(r"sysctl ipv6/(\S+)/disable_ipv6: ifupdown2 1, netcfg 0$", line)
-        if m and m.group(1) in ports:
-            why[line] = "deliberate: disable_ipv6 on bridge ports"
+        reason = _device_sysctl_reason(line, {"bridge": bridges, "port": ports})
+        if reason:
+            why[line] = reason
             continue
         m = re.match(r"route (ifupdown2|netcfg) only: ", line)
         if m:
