@@ -162,12 +162,12 @@ vm-deps: venv
 
 test-vm: vm-deps iscsi-initiator ovs-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "test-vm: skipped (needs root)"; exit 0; fi; \
-	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 1800 vng --run $$kernel --disable-kvm \
-	  --memory 2G --cpus 2 --exec "unshare --net --mount --propagation private \
-	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(VM_TESTS) -rs" > .cache/vm.log 2>&1; \
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH scripts/vm-run.sh .cache/vm.log 1800 \
+	  "unshare --net --mount --propagation private \
+	  $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider $(VM_TESTS) -rs"; \
 	status=$$?; cat .cache/vm.log; \
-	grep -Eq '^[0-9]+ passed' .cache/vm.log && ! grep -Eq 'failed|error|skipped' .cache/vm.log \
+	grep -E '^[0-9]+ (passed|failed|skipped|error)' .cache/vm.log | tail -n 1 \
+	  | grep -Eq '^[0-9]+ passed(, [0-9]+ warnings?)? in ' \
 	  || { echo "test-vm: the VM tier did not pass (exit $$status)"; exit 1; }
 
 # The kernel tier's peers: a DHCP server and client for `inet dhcp`, and
@@ -334,9 +334,9 @@ bench-ublk: vm-deps iscsi-initiator
 	cd daemon/dataplane && nice -n 10 cargo build --release -q
 	@test -d $(LIBUBLK_SRC) || cp -a $$(ls -d $${CARGO_HOME:-$$HOME/.cargo}/registry/src/*/libublk-$(LIBUBLK_VERSION) | head -n 1) $(LIBUBLK_SRC)
 	cd $(LIBUBLK_SRC) && nice -n 10 cargo build --release -q --example loop
-	kernel=$$(ls /boot/vmlinuz-6.12.*-amd64 | sort -V | tail -n 1); \
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH timeout 1500 vng --run $$kernel --disable-kvm \
-	  --memory 2G --cpus 2 --exec "unshare --mount --propagation private $(CURDIR)/$(PY) bench/ublk/run.py $(BENCH_UBLK_ARGS)"
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH scripts/vm-run.sh .cache/bench-ublk.log 1500 \
+	  "unshare --mount --propagation private $(CURDIR)/$(PY) bench/ublk/run.py $(BENCH_UBLK_ARGS)"; \
+	  status=$$?; cat .cache/bench-ublk.log; exit $$status
 
 # netcfgd: storm passes, CPU per 1000 events, repair latency (root; sandboxed by itself)
 bench-storm: venv
