@@ -119,6 +119,14 @@ def run_openvswitch(rundir: Path, monkeypatch, devices: tuple[str, ...] = ()
     finally:
         for pidfile in reversed(pids):
             _stop(pidfile)
+        # The kernel datapath outlives ovs-vswitchd with its internal ports
+        # (vmbr0 ...), which `ip link del` cannot remove (EOPNOTSUPP): a later
+        # test making a Linux bridge of that name found an OVS port there.
+        dpctl = str(OVS / "usr/bin/ovs-dpctl")
+        listed = subprocess.run([dpctl, "dump-dps"], env=env, capture_output=True, text=True,
+                                timeout=60)
+        for datapath in listed.stdout.split():
+            subprocess.run([dpctl, "del-dp", datapath], env=env, capture_output=True, timeout=60)
         for dev in devices:
             subprocess.run(["ip", "link", "del", dev], capture_output=True)
 

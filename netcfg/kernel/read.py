@@ -127,6 +127,8 @@ class NamespaceState:
     ifindex: dict[str, int] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
     masters: dict[str, str] = field(default_factory=dict)
+    # A VLAN-aware bridge's own VLANs, by its name (Model.bridge_vlans).
+    bridge_vlans: dict[str, dict[str, Any]] = field(default_factory=dict)
     managed: set[str] = field(default_factory=set)
     foreign: set[str] = field(default_factory=set)
     kernel_kinds: dict[str, str] = field(default_factory=dict)
@@ -274,10 +276,19 @@ def _read_port_vlans(sock: RtnlSocket, state: NamespaceState) -> None:
     ports, _ = _dump(sock, state, RTM_GETLINK, getlink_bridge_dump(), parse_bridge_vlans)
     for info in ports:
         name = state.names.get(info.index)
-        if name is None or info.index in bridges or info.master not in bridges:
-            continue   # the bridge's own VLANs, or a port of a bridge not VLAN-aware
+        if name is None:
+            continue
+        if info.index in bridges:
+            # The bridge's own VLANs (`bridge vlan show dev BR` self entries).
+            state.bridge_vlans[name] = port_vlan_attributes(info, name, state.notes)
+            continue
+        if info.master not in bridges:
+            continue   # a port of a bridge not VLAN-aware
         obj = state.interfaces[name]
         port = port_vlan_attributes(info, name, state.notes)
+        if "bridge-pvid" not in port:
+            # Without it a port takes its bridge's default PVID (plan/diff.py).
+            port["bridge-allow-untagged"] = False
         if obj.kind != "vxlan" or not obj.attrs.get("vxlan-vnifilter"):
             port.pop("bridge-vlan-vni-map", None)   # valid only there (kinds/vxlan.py)
         obj.attrs.update(port)
@@ -489,6 +500,8 @@ def read_model(sockets: Mapping[str, RtnlSocket],
             model.interfaces[(netns, name)] = obj
         for name, master in state.masters.items():
             model.masters[(netns, name)] = (netns, master)
+        for name, vlans in state.bridge_vlans.items():
+            model.bridge_vlans[(netns, name)] = vlans
         if netns != ROOT_NETNS:
             obj = ConfigObject(section=NETNS, name=netns, kind=NETNS,
                                loc=SourceLocation("<kernel>", 0))

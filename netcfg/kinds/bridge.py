@@ -25,6 +25,7 @@ FORWARD_DELAY, HASH_ELASTICITY = "bridge-fd", "bridge-hashel"
 STP_FORWARD_DELAY = (2, 30)   # BR_MIN_FORWARD_DELAY, BR_MAX_FORWARD_DELAY in seconds
 KERNEL_HASH_ELASTICITY = 16   # RHT_ELASTICITY: what the kernel reports whatever is set
 PVE_DISABLE_MAC_LEARNING = "bridge-disable-mac-learning"
+DEFAULT_PVID = "bridge-vlan-default-pvid"
 
 
 class Bridge(Kind):
@@ -58,6 +59,12 @@ class Bridge(Kind):
                            f"{obj.label()}: {HASH_ELASTICITY} {hashel} has no effect: the "
                            f"kernel's is always {KERNEL_HASH_ELASTICITY}", HASH_ELASTICITY)
             obj.attrs[HASH_ELASTICITY] = KERNEL_HASH_ELASTICITY
+        if DEFAULT_PVID in obj.attrs and not obj.attrs.get("bridge-vlan-aware"):
+            # Dropped, not sent: a kernel without VLAN filtering ignores it
+            # and reads nothing back, which would re-create the bridge on
+            # every apply (the attribute is immutable).
+            warn_not_vlan_aware(obj, DEFAULT_PVID, obj.name, report)
+            del obj.attrs[DEFAULT_PVID]
 
     def references(self, obj: ConfigObject):
         # A list, not a generator: 200k ports in big configs.
@@ -86,10 +93,8 @@ class Bridge(Kind):
                              f"{STP_FORWARD_DELAY[0]}-{STP_FORWARD_DELAY[1]} seconds the kernel "
                              f"allows with bridge-stp yes", FORWARD_DELAY)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
-        if vlan_aware:
-            _warn_no_untagged_vlan(obj, model, report)
-        else:
-            for attribute in ("bridge-vids", "bridge-pvid", "bridge-access"):
+        if not vlan_aware:
+            for attribute in _VLAN_AWARE_DEFAULTS:
                 if attribute in obj.attrs:
                     warn_not_vlan_aware(obj, attribute, obj.name, report)
             if "bridge-mcast-vlan-snooping" in obj.attrs:
@@ -129,13 +134,8 @@ class Bridge(Kind):
                     _report_port(bridge, model.interfaces[(bridge.netns, port)], report)
 
     def create_params(self, obj: ConfigObject) -> dict:
-        params = {"vlan_filtering": obj.attrs.get("bridge-vlan-aware", False),
-                  **declared_params(obj, self.name, skip=("bridge-vlan-aware",))}
-        if params["vlan_filtering"]:
-            # Ports get exactly the VLANs the config gives them: no implicit
-            # untagged VLAN 1 on every port (kernel default_pvid 1).
-            params["default_pvid"] = 0
-        return params
+        return {"vlan_filtering": obj.attrs.get("bridge-vlan-aware", False),
+                **declared_params(obj, self.name, skip=("bridge-vlan-aware",))}
 
     def read_back(self, attrs: dict, notes: list[str], name: str) -> None:
         # No IFLA_BR_VLAN_FILTERING: a kernel without CONFIG_BRIDGE_VLAN_FILTERING,
@@ -145,43 +145,14 @@ class Bridge(Kind):
                 attrs.pop(attribute, None)   # only valid in a config on a VLAN-aware bridge
 
 
+# Port VLAN defaults, and the VLANs of the bridge itself: VLAN-aware only.
+_VLAN_AWARE_DEFAULTS = ("bridge-vids", "bridge-pvid", "bridge-access")
+
 # Read back only from a VLAN-aware bridge: a config may write them only there.
-_VLAN_AWARE_ONLY = ("bridge-mcast-vlan-snooping",)
+_VLAN_AWARE_ONLY = ("bridge-mcast-vlan-snooping", DEFAULT_PVID)
 
 # Kinds the kernel never enslaves to a bridge (br_add_if).
 _NEVER_PORTS = frozenset({"loopback", "bridge"})
-
-
-def _warn_no_untagged_vlan(bridge: ConfigObject, model: Model, report) -> None:
-    """A known difference from ifupdown2 that can cut a host off, said at
-    check until it is fixed (docs/compat.md, "Left to do"): netcfg makes a
-    VLAN-aware bridge with default_pvid 0 and gives a port a PVID only where
-    the file writes one, where ifupdown2 gives the bridge and every port
-    VLAN 1 untagged (bridge-pvid defaults to 1). So the bridge's own
-    addresses get no untagged frames, nor do ports without a PVID."""
-    if "address" in bridge.attrs:
-        what = "its address gets no untagged frames (the bridge itself has no VLAN)"
-    elif "bridge-pvid" in bridge.attrs:
-        return
-    else:
-        # A vxlan port carries tagged VLANs mapped to VNIs; untagged frames
-        # are not its traffic (and ifupdown2 gives it no PVID either).
-        bare = []
-        for name in bridge.attrs.get("bridge-ports", []):
-            port = model.interfaces.get((bridge.netns, name))
-            attrs = port.attrs if port is not None else {}
-            if (port is None or port.kind != "vxlan") and \
-                    not {"bridge-pvid", "bridge-access"} & attrs.keys():
-                bare.append(name)
-        if not bare:
-            return
-        what = f"untagged frames on {', '.join(bare[:3])}{' ...' if len(bare) > 3 else ''} " \
-               f"are dropped (no PVID)"
-    report.warning(bridge.where("bridge-vlan-aware"),
-                   f"{bridge.label()}: VLAN-aware: {what}. ifupdown2 gives a VLAN-aware "
-                   f"bridge and its ports VLAN 1 as untagged PVID by default; netcfg does not "
-                   f"yet (docs/compat.md, Left to do), so do not move a host that relies on "
-                   f"untagged traffic here to netcfg until it does", "bridge-vlan-aware")
 
 
 def _report_port(bridge: ConfigObject, port: ConfigObject, report) -> None:

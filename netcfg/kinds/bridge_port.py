@@ -21,7 +21,7 @@ from netcfg.schemas.spec import PORT, kernel_mappings
 
 # VLAN settings need a VLAN-aware bridge; port options (the schema's
 # declared IFLA_BRPORT_* attributes) any bridge.
-VLAN_ATTRIBUTES = ("bridge-vids", "bridge-pvid", "bridge-access")
+VLAN_ATTRIBUTES = ("bridge-vids", "bridge-pvid", "bridge-access", "bridge-allow-untagged")
 PORT_OPTIONS = tuple(m.attribute for m in kernel_mappings("bridge-port") if m.place == PORT)
 PORT_ATTRIBUTES = (*VLAN_ATTRIBUTES, *PORT_OPTIONS)
 L2PROTOCOL_TUNNEL = "bridge-l2protocol-tunnel"

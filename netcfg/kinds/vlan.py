@@ -121,14 +121,6 @@ class Vlan(Kind):
 
     def _check_raw_device(self, obj: ConfigObject, model: Model, report) -> None:
         raw = model.iface(raw_netns(obj), obj.attrs.get(RAW, ""))
-        if raw is not None and raw.kind == "bridge" and raw.attrs.get("bridge-vlan-aware"):
-            # A known difference from ifupdown2 (docs/compat.md, "Left to do").
-            report.warning(obj.where(RAW),
-                           f"{obj.label()}: a VLAN device on the VLAN-aware bridge {raw.name}: "
-                           f"netcfg does not yet add VLAN {obj.attrs.get(VID)} to the bridge "
-                           f"itself, as ifupdown2 does ('bridge vlan add vid "
-                           f"{obj.attrs.get(VID)} dev {raw.name} self'), so the bridge drops "
-                           f"this device's frames", RAW)
         if raw is not None and raw.kind == "loopback":
             report.error(obj.where(RAW),
                          f"{obj.label()}: {RAW} {raw.name} is the loopback device, which cannot "

@@ -68,6 +68,11 @@ class Model:
     # Derived index, filled by validation: interface key -> key of its master
     # (the bridge, bond or VRF it is enslaved to).
     masters: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    # Read back only: a VLAN-aware bridge's own VLANs (`bridge vlan show`
+    # self entries), spelled as a port's (bridge-vids, bridge-pvid). Not
+    # config: no file writes them; a compiled model's follow from its VLAN
+    # devices (plan/diff.py bridge_own_vlans).
+    bridge_vlans: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def master_of(self, obj: ConfigObject) -> ConfigObject | None:
         key = self.masters.get(obj.key)

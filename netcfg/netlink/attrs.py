@@ -14,7 +14,7 @@ this module builds what encode.py sends and read_parse.py reads:
   spec.kernel_defaults, which compile/emit.py reads too).
 
 Hand code stays only for what no declaration can say: a veth's peer, a
-addr-gen-mode's nesting, a bridge's default_pvid, the
+addr-gen-mode's nesting, the
 disable-ipv6 sysctl. A table-only attribute is a schema edit, nothing here.
 """
 
@@ -27,7 +27,7 @@ from typing import Any, Callable
 from netcfg.kinds import registry
 from netcfg.netlink import nla
 from netcfg.netlink.codecs import codec
-from netcfg.netlink.nlmsg import (IFLA_BR_VLAN_DEFAULT_PVID, IFLA_BRPORT_VLAN_TUNNEL,
+from netcfg.netlink.nlmsg import (IFLA_BRPORT_VLAN_TUNNEL,
                                   IFLA_VXLAN_COLLECT_METADATA, rtattr)
 from netcfg.schemas.spec import (INFO, LINK, PORT, SYSCTL, KernelMapping, all_groups,
                                  kernel_defaults, kernel_mappings)
@@ -139,8 +139,6 @@ INFO_DATA, SETTINGS, READ_INFO, READ_PORT, READ_DEVCONF = _derive()
 KERNEL_DEFAULTS = kernel_defaults()
 
 # What no declaration says.
-INFO_DATA["bridge"]["default_pvid"] = lambda v: rtattr(IFLA_BR_VLAN_DEFAULT_PVID,
-                                                       struct.pack("=H", int(v)))
 INFO_DATA["vxlan"]["external"] = _u8(IFLA_VXLAN_COLLECT_METADATA)
 # Every kind netcfg creates has a table, empty when it declares nothing
 # (dummy; veth, whose peer is encode._veth_peer's).

@@ -61,11 +61,12 @@ from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSC
 from netcfg.netlink.fdb import APPEND, RTM_DELNEIGH, RTM_NEWNEIGH, remote_entry
 from netcfg.netlink.nla import number as nla_number
 from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, parse_attrs,
-                                  AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
+                                  AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_FLAGS_SELF, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
                                   IFA_ADDRESS, IFA_BROADCAST, IFA_LOCAL, IFF_UP, IFLA_AF_SPEC,
-                                  IFLA_BRIDGE_VLAN_INFO, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
+                                  IFLA_BRIDGE_FLAGS, IFLA_BRIDGE_VLAN_INFO,
+                                  IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
                                   IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_GROUP, IFLA_IFNAME, IFLA_LINK,
                                   IFLA_LINK_NETNSID, IFLA_MASTER, IFLA_NET_NS_FD, IFLA_PROTINFO,
@@ -570,7 +571,7 @@ def _vlan_info(op: Operation, adding: bool) -> bytes:
     A range carries one set of flags and the kernel refuses a PVID range, so
     ranges are cut where the untagged set or the pvid starts or stops.
     """
-    _only(op, ("vids", "pvid", "untagged") if adding else ("vids",))
+    _only(op, ("vids", "pvid", "untagged", "self") if adding else ("vids", "self"))
     vids = _ranges(op, "vids")
     if not vids:
         raise EncodeError(op, "vids", "lists no VLAN")
@@ -587,7 +588,10 @@ def _vlan_info(op: Operation, adding: bool) -> bytes:
     cuts = {c for f, l in untagged for c in (f, l + 1)}
     if pvid is not None:
         cuts |= {pvid, pvid + 1}
-    entries = []
+    # The bridge device's own VLANs (`bridge vlan add ... self`): without the
+    # flag the request goes to the device's master, which a bridge has none of.
+    entries = [rtattr(IFLA_BRIDGE_FLAGS, struct.pack("=H", BRIDGE_FLAGS_SELF))] \
+        if op.params.get("self") else []
     for first, last in vids:
         starts = [first, *sorted(c for c in cuts if first < c <= last)]
         for start, end in zip(starts, [*starts[1:], last + 1]):
@@ -607,13 +611,13 @@ def _vlan_info(op: Operation, adding: bool) -> bytes:
 
 
 def _vlan_add(op: Operation, ctx: EncodeContext) -> list[Request]:
-    """Equivalent to: `bridge vlan add dev PORT vid 100-200 [pvid] [untagged]`."""
+    """Equivalent to: `bridge vlan add dev PORT vid 100-200 [pvid] [untagged] [self]`."""
     payload = ifinfomsg(_index(op, ctx), family=AF_BRIDGE) + _vlan_info(op, adding=True)
     return [Request(RTM_SETLINK, 0, payload, tag=op)]
 
 
 def _vlan_del(op: Operation, ctx: EncodeContext) -> list[Request]:
-    """Equivalent to: `bridge vlan del dev PORT vid 100-200`."""
+    """Equivalent to: `bridge vlan del dev PORT vid 100-200 [self]`."""
     payload = ifinfomsg(_index(op, ctx), family=AF_BRIDGE) + _vlan_info(op, adding=False)
     return [Request(RTM_DELLINK, 0, payload, tag=op)]
 

@@ -16,8 +16,6 @@ ids).
 
 from __future__ import annotations
 
-import ipaddress
-
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,10 +30,13 @@ from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, 
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
                              Operation)
 from netcfg.plan.ovs import ovs_operations
+from netcfg.plan.vlans import (NO_VLANS, VLAN_AWARE, PortVlans, TunnelMap, intersect,
+                               merge, one, subtract, texts, tunnel_subtract, bridge_own_vlans,
+                               joined_vlans, own_vlans_read, port_tunnels, port_vlans, tunnel_texts,
+                               vnis)
 from netcfg.schemas.spec import group_attributes
 
 Key = tuple[str, str]
-Interval = tuple[int, int]
 
 # Common attributes a create request carries (so the device never exists
 # with the wrong MTU or with IPv6 autoconf running), by their attribute names.
@@ -47,6 +48,7 @@ HANDLED_ELSEWHERE = frozenset({
     "netns", "link-type",                          # identity and kind
     "link-down",                                   # link-up/link-down
     "bridge-vids", "bridge-pvid", "bridge-access",  # vlan-*
+    "bridge-allow-untagged",                       # vlan-*
     "bridge-vlan-vni-map",                         # vlan-*, vni-*, vlan-tunnel-*
     "vxlan-remoteip", "vxlan-purge-remotes",       # fdb-* (plan/fdb.py)
     # The ifupdown method is not kernel state: static/manual/loopback change
@@ -67,16 +69,16 @@ PORT_SUBJECT = "port"
 # "link_netns" (IFLA_LINK, IFLA_LINK_NETNSID), veth its peer "peer" / "peer_netns".
 LOWER_PARAM, LOWER_NETNS_PARAM = "link", "link_netns"
 PEER_PARAM, PEER_NETNS_PARAM = "peer", "peer_netns"
+# vlan-add/vlan-del of a bridge's own VLANs (iproute2's `self`).
+OWN_PARAM = "self"
 
 # Attribute names with a meaning the diff needs (a small table, not kind tests).
-VLAN_AWARE = "bridge-vlan-aware"
-PORT_VIDS, PORT_PVID, PORT_ACCESS = "bridge-vids", "bridge-pvid", "bridge-access"
-VNI_MAP, VNIFILTER = "bridge-vlan-vni-map", "vxlan-vnifilter"
 # The bridge port flag a VLAN-to-VNI mapping needs (IFLA_BRPORT_VLAN_TUNNEL).
 # Implied by bridge-vlan-vni-map, as ifupdown2 does: it has no attribute for
 # it, so neither has netcfg; a port link-set carries it under iproute2's name.
 VLAN_TUNNEL = "vlan_tunnel"
 VRF, VRF_TABLE = "vrf", "vrf-table"
+VLAN_ID = "vlan-id"
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
 LOOPBACK = "lo"  # every namespace has one from the start
 
@@ -84,166 +86,6 @@ LOOPBACK = "lo"  # every namespace has one from the start
 def diff(desired: Model, current: Model) -> list[Operation]:
     """Operations that make ``current`` into ``desired``, unordered."""
     return _Diff(desired, current).run() + ovs_operations(desired, current)
-
-
-# ---------------------------------------------------------------- ranges
-
-def expand_ranges(ranges: Iterable[str]) -> set[int]:
-    """``["100", "200-202"]`` -> ``{100, 200, 201, 202}``."""
-    ids: set[int] = set()
-    for first, last in _intervals(ranges):
-        ids.update(range(first, last + 1))
-    return ids
-
-
-def compress_ranges(ids: Iterable[int]) -> list[str]:
-    """``{100, 200, 201, 202}`` -> ``["100", "200-202"]``."""
-    return _texts(_merge((i, i) for i in ids))
-
-
-def _intervals(ranges: Iterable[str] | None) -> list[Interval]:
-    """Canonical intervals (sorted, disjoint, non-adjacent) of range texts."""
-    spans = []
-    for text in ranges or ():
-        first, _, last = str(text).partition("-")
-        spans.append((int(first), int(last or first)))
-    return _merge(spans)
-
-
-def _merge(spans: Iterable[Interval]) -> list[Interval]:
-    out: list[Interval] = []
-    for first, last in sorted(spans):
-        if out and first <= out[-1][1] + 1:
-            if last > out[-1][1]:
-                out[-1] = (out[-1][0], last)
-        else:
-            out.append((first, last))
-    return out
-
-
-def _subtract(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    """Ids in a and not in b; both canonical, linear merge."""
-    out: list[Interval] = []
-    j = 0
-    for first, last in a:
-        while j < len(b) and b[j][1] < first:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] <= last:
-            if b[k][0] > first:
-                out.append((first, b[k][0] - 1))
-            first = max(first, b[k][1] + 1)
-            if first > last:
-                break
-            k += 1
-        if first <= last:
-            out.append((first, last))
-    return out
-
-
-def _intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
-    return _subtract(a, _subtract(a, b))
-
-
-def _texts(spans: list[Interval]) -> list[str]:
-    return [str(f) if f == l else f"{f}-{l}" for f, l in spans]
-
-
-def _one(vid: int | None) -> list[Interval]:
-    return [] if vid is None else [(vid, vid)]
-
-
-def _map_side(obj: ConfigObject, side: int) -> list[Interval]:
-    """VLAN (side 0) or VNI (side 1) ranges of ``bridge-vlan-vni-map``."""
-    return _intervals(item.split("=")[side] for item in obj.attrs.get(VNI_MAP, ()))
-
-
-# A VLAN-to-VNI map as {offset: VLAN intervals}: VLAN v maps to VNI v + offset.
-# Ranges whose VLANs and VNIs both run on share an offset, so set operations
-# on maps are the interval ones, per offset (``10-41=10010-10041`` is one
-# interval, not 32 pairs).
-TunnelMap = dict[int, list[Interval]]
-
-
-def tunnel_map(items: Iterable[str] | None) -> TunnelMap:
-    """``["10-41=10010-10041", "50=20050"]`` -> ``{10000: [(10, 41)], 20000: [(50, 50)]}``."""
-    spans: dict[int, list[Interval]] = {}
-    for item in items or ():
-        vlans, _, vnis = str(item).partition("=")
-        (first, last), = _intervals([vlans])
-        vni = int(vnis.partition("-")[0])
-        spans.setdefault(vni - first, []).append((first, last))
-    return {offset: _merge(vlans) for offset, vlans in spans.items()}
-
-
-def tunnel_texts(mapping: TunnelMap) -> list[str]:
-    """A map as bridge-vlan-vni-map items, by VLAN: ``["10-41=10010-10041"]``."""
-    spans = sorted((f, l, offset) for offset, vlans in mapping.items() for f, l in vlans)
-    return [f"{f}={f + d}" if f == l else f"{f}-{l}={f + d}-{l + d}" for f, l, d in spans]
-
-
-def _tunnel_subtract(a: TunnelMap, b: TunnelMap) -> TunnelMap:
-    """Mappings of a that b does not have (the same VLAN to the same VNI)."""
-    out = {offset: _subtract(vlans, b.get(offset, [])) for offset, vlans in a.items()}
-    return {offset: vlans for offset, vlans in out.items() if vlans}
-
-
-# ---------------------------------------------------------------- per-attribute meanings
-
-@dataclass(frozen=True, slots=True)
-class PortVlans:
-    """VLANs of one bridge port: ids, the pvid, the ids sent untagged."""
-
-    vids: tuple[Interval, ...] = ()
-    pvid: int | None = None
-    untagged: tuple[Interval, ...] = ()
-
-
-NO_VLANS = PortVlans()
-
-
-def port_vlans(port: ConfigObject, bridge: ConfigObject | None) -> PortVlans:
-    """What a port of ``bridge`` carries (ifupdown2 semantics: the bridge's
-    bridge-vids / bridge-pvid are the defaults of ports that say nothing)."""
-    if bridge is None or not bridge.attrs.get(VLAN_AWARE):
-        return NO_VLANS
-    attrs = port.attrs
-    access = attrs.get(PORT_ACCESS)
-    if access is not None:
-        return PortVlans(((access, access),), access, ((access, access),))
-    vids = _intervals(attrs.get(PORT_VIDS, bridge.attrs.get(PORT_VIDS)))
-    pvid = attrs.get(PORT_PVID, bridge.attrs.get(PORT_PVID))
-    extra = _map_side(port, 0)
-    if extra or pvid is not None:
-        vids = _merge([*vids, *extra, *_one(pvid)])
-    return PortVlans(tuple(vids), pvid, tuple(_one(pvid)))
-
-
-def _keep_unwritten_pvid(want: PortVlans, had: PortVlans) -> PortVlans:
-    """A port's PVID is managed only where the config writes one (bridge-pvid
-    or bridge-access, on the port or its bridge). A bridge made with the
-    kernel's default (vlan_default_pvid 1, as ifupdown2 leaves it) has VLAN 1
-    as PVID, untagged, on every port: removing it on takeover cut untagged
-    traffic on every port of a switch (docs/compat.md), for a setting the
-    config never mentions."""
-    if want.pvid is not None or had.pvid is None or want is NO_VLANS:
-        return want
-    one = ((had.pvid, had.pvid),)
-    return PortVlans(tuple(_merge([*want.vids, *one])), had.pvid,
-                     tuple(_merge([*want.untagged, *one])))
-
-
-def vnis(obj: ConfigObject) -> list[Interval]:
-    """VNIs of a vnifilter vxlan; [] for every other device."""
-    return _map_side(obj, 1) if obj.attrs.get(VNIFILTER) else []
-
-
-def port_tunnels(port: ConfigObject, bridge: ConfigObject | None) -> TunnelMap:
-    """VLAN-to-VNI mappings of a vnifilter vxlan on a VLAN-aware bridge; {}
-    for every other port (the kernel keeps them per bridge port)."""
-    if bridge is None or not bridge.attrs.get(VLAN_AWARE) or not port.attrs.get(VNIFILTER):
-        return {}
-    return tunnel_map(port.attrs.get(VNI_MAP))
 
 
 def is_up(obj: ConfigObject) -> bool:
@@ -374,12 +216,17 @@ class _Side:
         self._kinds = kinds
         self.refs: dict[Key, list[Reference]] = {}
         self.masters: dict[Key, Key] = {}
+        # VLAN ids of the VLAN devices on each device (a bridge's own VLANs).
+        self.vlan_uppers: dict[Key, list[int]] = {}
         for key, obj in self.ifaces.items():
             refs = [r for hook in self.info(obj.kind).hooks for r in hook.references(obj)]
             self.refs[key] = refs
             for ref in refs:
                 if ref.role in ENSLAVING_ROLES:
                     self.masters[(ref.netns, ref.name)] = key
+                elif ref.role == LOWER and VLAN_ID in obj.attrs:
+                    self.vlan_uppers.setdefault((ref.netns, ref.name), []).append(
+                        obj.attrs[VLAN_ID])
             if obj.attrs.get(VRF):
                 self.masters[key] = (obj.netns, obj.attrs[VRF])
         self.masters.update(model.masters)
@@ -568,12 +415,16 @@ class _Diff:
 
         # Port VLANs and VNIs.
         want_vlans = port_vlans(obj, d.ifaces.get(want_master))
-        had_vlans = NO_VLANS
         if want_master == had_master and cur is not None:
             had_vlans = port_vlans(cur, c.ifaces.get(had_master))
-            want_vlans = _keep_unwritten_pvid(want_vlans, had_vlans)
+        elif want_master is not None:
+            had_vlans = joined_vlans(self.made_or_kept(want_master))
+        else:
+            had_vlans = NO_VLANS
         if want_vlans != had_vlans:
             self.vlans(key, want_vlans, had_vlans)
+        if obj.attrs.get(VLAN_AWARE):
+            self.own_vlans(key, obj, cur)
         want_tunnels = port_tunnels(obj, d.ifaces.get(want_master))
         had_tunnels: TunnelMap = {}
         if want_master == had_master and cur is not None:
@@ -583,11 +434,11 @@ class _Diff:
         want_vnis = vnis(obj)
         had_vnis = vnis(cur) if cur is not None else []
         if want_vnis != had_vnis:
-            added, removed = _subtract(want_vnis, had_vnis), _subtract(had_vnis, want_vnis)
+            added, removed = subtract(want_vnis, had_vnis), subtract(had_vnis, want_vnis)
             if removed:
-                ops.append(Operation(VNI_DEL, netns, name, params={"vnis": _texts(removed)}))
+                ops.append(Operation(VNI_DEL, netns, name, params={"vnis": texts(removed)}))
             if added:
-                ops.append(Operation(VNI_ADD, netns, name, params={"vnis": _texts(added)}))
+                ops.append(Operation(VNI_ADD, netns, name, params={"vnis": texts(added)}))
 
         # Addresses.
         want_addrs = obj.attrs.get("address", ())
@@ -675,27 +526,52 @@ class _Diff:
                 params[attribute] = obj.attrs[attribute]
         return Operation(LINK_ADD, key[0], key[1], params=params)
 
-    def vlans(self, key: Key, want: PortVlans, had: PortVlans) -> None:
+    def made_or_kept(self, key: Key) -> ConfigObject | None:
+        """A device as it will be when this plan runs: the desired one when
+        it is made anew, else the kernel's (its immutable attributes, such
+        as a bridge's default PVID, stay as they are)."""
+        if key in self.fresh or key not in self.c.ifaces:
+            return self.d.ifaces.get(key)
+        return self.c.ifaces[key]
+
+    def own_vlans(self, key: Key, bridge: ConfigObject, cur: ConfigObject | None) -> None:
+        """A VLAN-aware bridge's own VLANs: read back from the kernel where
+        they were (kernel/read.py), else as the kernel gives a new bridge or
+        as the current model implies them."""
+        want = bridge_own_vlans(bridge, self.d.vlan_uppers.get(key, ()))
+        if cur is None:
+            had = bridge_own_vlans(bridge, ())   # what the create gives it
+        elif key in self.c.model.bridge_vlans:
+            had = own_vlans_read(self.c.model.bridge_vlans[key])
+        else:
+            had = bridge_own_vlans(cur, self.c.vlan_uppers.get(key, ()))
+        if want != had:
+            self.vlans(key, want, had, own=True)
+
+    def vlans(self, key: Key, want: PortVlans, had: PortVlans, own: bool = False) -> None:
+        """VLAN-add/del making a port's VLANs (a bridge's own: ``own``) ``want``."""
         want_vids, had_vids = list(want.vids), list(had.vids)
-        removed = _subtract(had_vids, want_vids)
-        added = _subtract(want_vids, had_vids)
+        removed = subtract(had_vids, want_vids)
+        added = subtract(want_vids, had_vids)
         # Ids kept whose flags change are added again with the new flags
         # (the kernel replaces a port VLAN's pvid/untagged flags on add).
-        kept = _intersect(want_vids, had_vids)
-        flagged = [*_subtract(list(want.untagged), list(had.untagged)),
-                   *_subtract(list(had.untagged), list(want.untagged))]
+        kept = intersect(want_vids, had_vids)
+        flagged = [*subtract(list(want.untagged), list(had.untagged)),
+                   *subtract(list(had.untagged), list(want.untagged))]
         if want.pvid != had.pvid:
-            flagged += [*_one(want.pvid), *_one(had.pvid)]
+            flagged += [*one(want.pvid), *one(had.pvid)]
         if flagged:
-            added = _merge([*added, *_intersect(kept, _merge(flagged))])
+            added = merge([*added, *intersect(kept, merge(flagged))])
         netns, name = key
+        self_flag = {OWN_PARAM: True} if own else {}
         if removed:
-            self.ops.append(Operation(VLAN_DEL, netns, name, params={"vids": _texts(removed)}))
+            self.ops.append(Operation(VLAN_DEL, netns, name,
+                                      params={"vids": texts(removed), **self_flag}))
         if added:
-            params: dict[str, Any] = {"vids": _texts(added)}
-            if want.pvid is not None and _intersect(added, _one(want.pvid)):
+            params: dict[str, Any] = {"vids": texts(added), **self_flag}
+            if want.pvid is not None and intersect(added, one(want.pvid)):
                 params["pvid"] = want.pvid
-            untagged = _texts(_intersect(added, list(want.untagged)))
+            untagged = texts(intersect(added, list(want.untagged)))
             if untagged:
                 params["untagged"] = untagged
             self.ops.append(Operation(VLAN_ADD, netns, name, params=params))
@@ -705,7 +581,7 @@ class _Diff:
         another VNI is removed first (the kernel answers EEXIST to a second
         mapping of a VLAN)."""
         netns, name = key
-        removed, added = _tunnel_subtract(had, want), _tunnel_subtract(want, had)
+        removed, added = tunnel_subtract(had, want), tunnel_subtract(want, had)
         if removed:
             self.ops.append(Operation(VLAN_TUNNEL_DEL, netns, name,
                                       params={"map": tunnel_texts(removed)}))

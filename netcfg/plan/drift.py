@@ -49,9 +49,18 @@ _EXPLAIN: dict[str, tuple[str | None, str]] = {
 }
 
 
+# A bridge's own VLANs (vlan-add/vlan-del with ``self``): no attribute asks
+# for them; they follow from the VLAN devices on the bridge (plan/vlans.py).
+_OWN_VLANS = {
+    VLAN_ADD: (None, "{label}: the bridge itself lacks VLANs {vids} (its default PVID and the "
+                     "VLAN devices on it)"),
+    VLAN_DEL: (None, "{label}: the bridge itself has VLANs {vids} that no VLAN device on it uses"),
+}
+
+
 def explain(op: Operation, model: Model) -> tuple[SourceLocation, str]:
     """(where the config asks for it, what differs) for one repairing operation."""
-    attribute, sentence = _EXPLAIN[op.action]
+    attribute, sentence = (_OWN_VLANS if op.params.get("self") else _EXPLAIN)[op.action]
     obj = model.namespaces.get(op.name) if op.action in (NETNS_ADD, NETNS_DEL) \
         else model.iface(op.netns, op.name)
     label = obj.label() if obj is not None else (
@@ -60,6 +69,7 @@ def explain(op: Operation, model: Model) -> tuple[SourceLocation, str]:
         attribute = next(iter(op.params), None)
     message = sentence.format(
         name=op.name, label=label, subject=op.subject, master=op.params.get("master", "?"),
+        vids=" ".join(op.params.get("vids", ())),
         params=" ".join(f"{k} {_value(v)}" for k, v in op.params.items()))
     return _where(obj, attribute, op, model), message
 

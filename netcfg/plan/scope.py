@@ -40,6 +40,7 @@ def managed_view(desired: Model, current: Model, managed: Mapping[str, Collectio
         if key in desired.interfaces or netns in purge or name in managed.get(netns, ()):
             view.interfaces[key] = obj
     view.masters = {k: m for k, m in current.masters.items() if k in view.interfaces}
+    view.bridge_vlans = {k: v for k, v in current.bridge_vlans.items() if k in view.interfaces}
     return view
 
 @dataclass(frozen=True)

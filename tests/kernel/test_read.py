@@ -408,13 +408,18 @@ def test_vlan_aware_bridge_port_vlans_and_vni_map(netns_dir, switcher):
         "bridge vlan add dev p0 vid 5 pvid untagged",
         "bridge vni add dev vx0 vni 10200-10201",
         "bridge vlan add dev vx0 vid 200-201",
-        "bridge vlan add dev vx0 vid 200-201 tunnel_info id 10200-10201")
+        "bridge vlan add dev vx0 vid 200-201 tunnel_info id 10200-10201",
+        "bridge vlan add dev br0 vid 7 self")
     assert state.counts.dumps - state.counts.retries == 5   # the AF_BRIDGE dump joins in
     br0, p0, vx0 = (state.interfaces[n].attrs for n in ("br0", "p0", "vx0"))
     assert br0["bridge-vlan-aware"] is True and br0["bridge-ports"] == ["p0", "vx0"]
     assert "bridge-mcast-vlan-snooping" in br0 and "bridge-vids" not in br0
+    assert br0["bridge-vlan-default-pvid"] == 0
+    # The bridge's own VLANs, apart from the port defaults its attributes are.
+    assert state.bridge_vlans == {"br0": {"bridge-vids": ["7"]}}
+    assert model.bridge_vlans == {("", "br0"): {"bridge-vids": ["7"]}}
     assert (p0["bridge-pvid"], p0["bridge-vids"]) == (5, ["100-110"])
-    assert vx0["bridge-vids"] == ["200-201"]
+    assert vx0["bridge-vids"] == ["200-201"] and vx0["bridge-allow-untagged"] is False
     assert vx0["bridge-vlan-vni-map"] == ["200-201=10200-10201"]
     assert state.notes == []
     _round_trips(model)

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from netcfg.model.model import NETNS, ConfigObject, Model
-from netcfg.plan.diff import compress_ranges, diff, expand_ranges
+from netcfg.plan.diff import diff
+from netcfg.plan.vlans import compress_ranges, expand_ranges
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL)
@@ -91,14 +92,17 @@ def test_everything_from_nothing():
          (LINK_SET, "swp1", "", {"mtu": 9000}),
          (LINK_UP, "lo"), (LINK_UP, "swp1"), (LINK_UP, "swp2"),
          (ADDR_ADD, "lo", "10.255.0.1/32"),
-         (LINK_ADD, "br0", "", {"kind": "bridge", "vlan_filtering": True, "default_pvid": 0}),
+         (LINK_ADD, "br0", "", {"kind": "bridge", "vlan_filtering": True}),
          (LINK_UP, "br0"),
          (MASTER_SET, "swp1", "", {"master": "br0"}),
          (MASTER_SET, "swp2", "", {"master": "br0"}),
          (MASTER_SET, "vx0", "", {"master": "br0"}),
-         (VLAN_ADD, "swp1", "", {"vids": ["1", "100-200"], "pvid": 1, "untagged": ["1"]}),
+         # Each port joins with the bridge's default PVID 1 (the kernel's,
+         # as ifupdown2 leaves it): kept where it is the port's PVID too.
+         (VLAN_ADD, "swp1", "", {"vids": ["100-200"]}),
+         (VLAN_DEL, "swp2", "", {"vids": ["1"]}),
          (VLAN_ADD, "swp2", "", {"vids": ["300"], "pvid": 300, "untagged": ["300"]}),
-         (VLAN_ADD, "vx0", "", {"vids": ["1", "100-200"], "pvid": 1, "untagged": ["1"]}),
+         (VLAN_ADD, "vx0", "", {"vids": ["100-200"]}),
          (LINK_ADD, "vx0", "", {"kind": "vxlan", "port": 4789, "external": True,
                                 "vnifilter": True, "local": "192.0.2.1"}),
          (VNI_ADD, "vx0", "", {"vnis": ["1000-1001"]}),
@@ -421,10 +425,10 @@ def test_gateway_read_back_as_a_default_route_is_the_same_route():
     assert diff(desired, current) == []
 
 
-def test_a_pvid_the_config_does_not_write_is_left_alone():
+def test_a_pvid_the_config_does_not_write_is_ifupdown2s_default():
     """Takeover of a switch ifupdown2 configured: its ports have VLAN 1 as
-    PVID, untagged (the kernel's vlan_default_pvid); a config that writes no
-    bridge-pvid does not take it away (docs/compat.md)."""
+    PVID, untagged (the kernel's vlan_default_pvid, ifupdown2's default); a
+    config that writes no bridge-pvid asks for the same (docs/compat.md)."""
     same(diff(_bridge(["100-200"]), _bridge(["1", "100-200"], pvid=1)))
     same(diff(_bridge(["100-201"]), _bridge(["1", "100-200"], pvid=1)),
          (VLAN_ADD, "swp1", "", {"vids": ["201"]}))

@@ -20,7 +20,8 @@ from netcfg.model.model import Model
 from netcfg.netlink.attrs import INFO_DATA
 from netcfg.netlink.encode import (ENCODERS, EncodeError, StaticContext, delete_group, encode,
                                    route_readd)
-from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO,
+from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_FLAGS_SELF,
+                                  BRIDGE_VLAN_INFO, IFLA_BRIDGE_FLAGS,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
                                   IFA_ADDRESS, IFA_LOCAL, IFADDRMSG, IFF_UP, IFINFOMSG,
@@ -201,7 +202,8 @@ def test_every_operation_of_a_plan_over_every_kind_encodes():
     kinds = {o.params["kind"] for o in ops if o.action == LINK_ADD}
     assert kinds == {"bond", "bridge", "vxlan", "vrf", "vlan", "veth", "macvlan", "dummy"}
     sent = {o.action: encode(o, ctx) for o in ops}
-    assert set(sent) == {NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD,
+    # vlan-del: a port with its own PVID loses the default VLAN 1 it joined with.
+    assert set(sent) == {NETNS_ADD, LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VLAN_DEL, VNI_ADD,
                          VLAN_TUNNEL_ADD, ADDR_ADD, LINK_UP, ROUTE_ADD, FDB_ADD}
     assert sent[NETNS_ADD] == []
     for o in ops:
@@ -279,10 +281,12 @@ def test_vlan_aware_bridge(ctx):
     assert data == {
         IFLA_BR_VLAN_FILTERING: u8(1), IFLA_BR_STP_STATE: u32(0),
         IFLA_BR_MCAST_SNOOPING: u8(1), IFLA_BR_AGEING_TIME: u32(60000),   # centiseconds
-        IFLA_BR_VLAN_DEFAULT_PVID: u16(0),
         # optval, optmask: bit BR_BOOLOPT_MCAST_VLAN_SNOOPING (1) of both
         IFLA_BR_MULTI_BOOLOPT: BR_BOOLOPT_MULTI.pack(2, 2),
-    }
+    }   # no IFLA_BR_VLAN_DEFAULT_PVID: the kernel's 1, as ifupdown2 leaves it
+    lowered = iface("vbr0", "bridge", bridge_vlan_aware=True, bridge_vlan_default_pvid=0)
+    _, data = info(one(encode(link_add(lowered), ctx)).payload)
+    assert data[IFLA_BR_VLAN_DEFAULT_PVID] == u16(0)
 
 
 def test_vlan_unaware_bridge_sends_no_vlan_filtering(ctx):
@@ -531,6 +535,20 @@ def test_vlan_del(ctx):
     request = one(encode(op(VLAN_DEL, "swp1", vids=["100-199", "300"]), ctx))
     assert (request.type, IFINFOMSG.unpack_from(request.payload)[0]) == (RTM_DELLINK, AF_BRIDGE)
     assert vlan_entries(request.payload) == [(BEGIN, 100), (END, 199), (0, 300)]
+
+
+def test_a_bridges_own_vlans_carry_the_self_flag(ctx):
+    """`bridge vlan add vid 5 dev BRIDGE self`: IFLA_BRIDGE_FLAGS first, else
+    the kernel sends the request to the bridge's master (EOPNOTSUPP)."""
+    for action, kind in ((VLAN_ADD, RTM_SETLINK), (VLAN_DEL, RTM_DELLINK)):
+        request = one(encode(op(action, "swp1", vids=["5"], self=True), ctx))
+        assert request.type == kind
+        af_spec = link_attrs(request.payload)[IFLA_AF_SPEC]
+        length, attr_type = RTATTR.unpack_from(af_spec, 0)
+        assert (attr_type, struct.unpack_from("=H", af_spec, 4)[0]) == (IFLA_BRIDGE_FLAGS,
+                                                                        BRIDGE_FLAGS_SELF)
+        (flags, vid), = (BRIDGE_VLAN_INFO.unpack_from(af_spec, ((length + 3) & ~3) + 4),)
+        assert (flags, vid) == (0, 5)
 
 
 @pytest.mark.parametrize("params, message", [

@@ -81,8 +81,10 @@ def test_per_vlan_bridges_become_one_vlan_aware_bridge():
     assert sorted(name for _, name in new.interfaces) == ["swp1", "swp2", "vbr0"]
     vbr = new.iface("", "vbr0")
     assert vbr.kind == "bridge" and vbr.auto and vbr.loc == at(10)
+    # No default PVID: untagged frames stay unbridged (lower/__init__.py, point 2).
     assert vbr.attrs == {"bridge-vlan-aware": True, "bridge-ports": ["swp1", "swp2"],
-                         "bridge-stp": False, "bridge-mcsnoop": False}
+                         "bridge-vlan-default-pvid": 0, "bridge-stp": False,
+                         "bridge-mcsnoop": False}
     for name in ("swp1", "swp2"):
         port = new.iface("", name)
         assert port.attrs == {"bridge-vids": ["10", "20"]}

@@ -26,7 +26,8 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   IFLA_BRPORT_VLAN_TUNNEL, IFLA_PROTINFO, NLA_F_NESTED, RTM_DELLINK,
                                   RTM_SETLINK, ifinfomsg, parse_attrs)
 from netcfg.netlink.read_parse import parse_bridge_vlans, port_vlan_attributes
-from netcfg.plan.diff import _tunnel_subtract, diff, tunnel_map, tunnel_texts
+from netcfg.plan.diff import diff
+from netcfg.plan.vlans import tunnel_subtract, tunnel_map, tunnel_texts
 from netcfg.plan.ops import (LINK_DEL, LINK_SET, MASTER_SET, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
                              VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL, Operation)
 from netcfg.plan.planner import build_plan
@@ -80,7 +81,7 @@ def expand(items: list[str]) -> set[tuple[int, int]]:
 
 @given(pairs, pairs)
 def test_subtract_is_the_set_of_mappings_the_other_map_lacks(a, b):
-    got = expand(tunnel_texts(_tunnel_subtract(tunnel_map(texts_of(a)),
+    got = expand(tunnel_texts(tunnel_subtract(tunnel_map(texts_of(a)),
                                                tunnel_map(texts_of(b)))))
     assert got == {(v, n) for v, n in a.items() if b.get(v) != n}
     assert expand(tunnel_texts(tunnel_map(texts_of(a)))) == set(a.items())

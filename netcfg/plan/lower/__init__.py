@@ -26,8 +26,8 @@ Why it is exact (what a frame sees is the same before and after):
    with V exactly as P.V did; the vids are tagged, never untagged.
 2. Untagged frames on P and tagged frames of VLANs nobody took were not
    bridged before (P has no address, master or other user, all checked)
-   and are dropped by vbr's filter after: the bridge kind creates it with
-   default_pvid 0, and no pvid is written. A VLAN subinterface of P that is
+   and are dropped by vbr's filter after: vbr has bridge-vlan-default-pvid
+   0, so neither it nor a port gets a PVID, and no pvid is written. A VLAN subinterface of P that is
    not lowered (its bridge was refused, or it is routed) keeps its frames:
    the kernel hands a tagged frame to the VLAN device of its VID
    (vlan_do_receive) before the bridge's rx_handler sees it, and sending

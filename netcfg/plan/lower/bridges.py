@@ -327,7 +327,10 @@ class BridgeRewrite:
                                                       first.where("bridge-ports"))
                 self.new_masters[vxlan.key] = bridge_key
         snooping = snoops(first)
+        # No default PVID: untagged frames on a lower port were not bridged
+        # before and must not be now (point 2 of the module docstring).
         attrs: dict[str, Any] = {"bridge-vlan-aware": True, "bridge-ports": port_names,
+                                 "bridge-vlan-default-pvid": 0,
                                  "bridge-stp": False, "bridge-mcsnoop": snooping}
         if snooping:
             attrs["bridge-mcast-vlan-snooping"] = True  # per-VLAN state, as before

@@ -35,7 +35,8 @@ VLAN_PLAIN = frozenset({"vlan-raw-device", "vlan-id"})
 VXLAN_SHARED = ("vxlan-local-tunnelip", "vxlan-port", "vxlan-learning", "mtu",
                 "bridge-learning", "bridge-portmcrouter")
 VXLAN_PER_VNI = frozenset({"vxlan-id", "bridge-access"})
-PORT_ATTRS = ("bridge-vids", "bridge-pvid", "bridge-access", "bridge-learning")
+PORT_ATTRS = ("bridge-vids", "bridge-pvid", "bridge-access", "bridge-allow-untagged",
+              "bridge-learning")
 # Kinds the kernel will not enslave to a bridge.
 NOT_PORTS = frozenset({"bridge", "loopback", "vrf"})
 

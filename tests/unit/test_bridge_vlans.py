@@ -1,0 +1,156 @@
+"""VLAN-aware bridges as ifupdown2 leaves them (issue 12, docs/compat.md):
+every port has an untagged PVID (its own bridge-pvid, the bridge's, else 1)
+unless it says `bridge-allow-untagged no`; the bridge itself keeps the
+kernel's VLAN 1 and carries the VID of each VLAN device on it.
+
+The plans here are what the kernel tier cannot show (the host kernel has no
+VLAN filtering); the VM tier applies the same layouts and sends traffic
+(tests/vm/test_vm_kinds.py)."""
+
+from __future__ import annotations
+
+import copy
+
+from builders import compiled
+
+from netcfg.model.model import Model
+from netcfg.plan.diff import diff
+from netcfg.plan.ops import LINK_ADD, VLAN_ADD, VLAN_DEL
+from netcfg.plan.vlans import NO_VLANS, PortVlans, joined_vlans, port_vlans
+
+# pve-docs, "VLAN 5 for the management IP with a VLAN-aware bridge".
+PROXMOX_VLAN_AWARE = """\
+    auto lo
+    iface lo inet loopback
+
+    iface eno1 inet manual
+
+    auto vmbr0.5
+    iface vmbr0.5 inet static
+        address 10.10.10.2/24
+        gateway 10.10.10.1
+
+    auto vmbr0
+    iface vmbr0 inet static
+        address 192.168.1.2/24
+        bridge-ports eno1
+        bridge-stp off
+        bridge-fd 0
+        bridge-vlan-aware yes
+        bridge-vids 2-4094
+    """
+
+
+def vlan_ops(ops):
+    """(action, device, params) of the VLAN operations, sorted."""
+    return sorted((op.action, op.name, op.params) for op in ops
+                  if op.action in (VLAN_ADD, VLAN_DEL))
+
+
+def test_a_fresh_proxmox_vlan_aware_bridge_keeps_vlan_1_untagged(tmp_path):
+    """The host's own address on vmbr0 and untagged traffic on eno1 stay in
+    VLAN 1, as under ifupdown2: the bridge is made with the kernel's
+    default PVID (no default_pvid 0), eno1 keeps the VLAN 1 it joins with,
+    and VLAN 5 goes on the bridge itself for vmbr0.5."""
+    model = compiled(tmp_path, PROXMOX_VLAN_AWARE).model
+    ops = diff(model, Model())
+    add = next(op for op in ops if op.action == LINK_ADD and op.name == "vmbr0")
+    assert "default_pvid" not in add.params
+    assert vlan_ops(ops) == [
+        (VLAN_ADD, "eno1", {"vids": ["2-4094"]}),
+        (VLAN_ADD, "vmbr0", {"vids": ["5"], "self": True}),
+    ]
+
+
+def test_the_bridges_own_vlans_follow_its_vlan_devices(tmp_path):
+    model = compiled(tmp_path, PROXMOX_VLAN_AWARE).model
+    # As the kernel reads back after the apply: VLAN 1 (PVID, untagged) and 5.
+    current = copy.deepcopy(model)
+    current.bridge_vlans[("", "vmbr0")] = {"bridge-pvid": 1, "bridge-vids": ["5"]}
+    assert vlan_ops(diff(model, current)) == []
+    # vmbr0.5 removed from the file: VLAN 5 leaves the bridge too.
+    without = copy.deepcopy(model)
+    del without.interfaces[("", "vmbr0.5")]
+    assert vlan_ops(diff(without, current)) == [(VLAN_DEL, "vmbr0", {"vids": ["5"], "self": True})]
+    # Someone removed VLAN 1 from the bridge by hand: put back, PVID untagged.
+    current.bridge_vlans[("", "vmbr0")] = {"bridge-vids": ["5"]}
+    assert vlan_ops(diff(model, current)) == [
+        (VLAN_ADD, "vmbr0", {"vids": ["1"], "pvid": 1, "untagged": ["1"], "self": True})]
+
+
+def test_pvid_defaults_as_ifupdown2_sets_them(tmp_path):
+    model = compiled(tmp_path, """\
+        iface swp1
+        iface swp2
+            bridge-pvid 20
+        iface swp3
+            bridge-allow-untagged no
+        iface swp4
+            bridge-access 30
+        auto br0
+        iface br0
+            bridge-ports swp1 swp2 swp3 swp4
+            bridge-vlan-aware yes
+            bridge-vids 10 20
+        auto br1
+        iface br1
+            bridge-ports swp5
+            bridge-vlan-aware yes
+            bridge-pvid 7
+        """).model
+    br0, br1 = model.iface("", "br0"), model.iface("", "br1")
+    assert port_vlans(model.iface("", "swp1"), br0) == PortVlans(((1, 1), (10, 10), (20, 20)),
+                                                                 1, ((1, 1),))
+    assert port_vlans(model.iface("", "swp2"), br0) == PortVlans(((10, 10), (20, 20)), 20,
+                                                                 ((20, 20),))
+    assert port_vlans(model.iface("", "swp3"), br0) == PortVlans(((10, 10), (20, 20)))
+    assert port_vlans(model.iface("", "swp4"), br0) == PortVlans(((30, 30),), 30, ((30, 30),))
+    assert port_vlans(model.iface("", "swp5"), br1) == PortVlans(((7, 7),), 7, ((7, 7),))
+    ops = vlan_ops(diff(model, Model()))
+    assert (VLAN_DEL, "swp3", {"vids": ["1"]}) in ops   # joined with VLAN 1, wants none
+    assert (VLAN_DEL, "swp5", {"vids": ["1"]}) in ops
+
+
+def test_a_lowered_bridge_has_no_default_pvid(tmp_path):
+    """Per-VLAN bridges lowered to one VLAN-aware bridge: untagged frames were
+    not bridged before and are not after (plan/lower/__init__.py, point 2)."""
+    from netcfg.plan.lower.lowering import lower
+
+    result = compiled(tmp_path, """\
+        iface swp1
+        iface swp2
+        auto br10
+        iface br10
+            bridge-ports swp1.10 swp2.10
+        auto br20
+        iface br20
+            bridge-ports swp1.20 swp2.20
+        """)
+    lowered, _ = lower(result.model)
+    vbr = next(o for o in lowered.interfaces.values() if o.kind == "bridge")
+    assert joined_vlans(vbr) == NO_VLANS
+    ops = diff(lowered, Model())
+    add = next(op for op in ops if op.action == LINK_ADD and op.name == vbr.name)
+    assert add.params["default_pvid"] == 0
+    assert vlan_ops(ops) == [(VLAN_ADD, "swp1", {"vids": ["10", "20"]}),
+                             (VLAN_ADD, "swp2", {"vids": ["10", "20"]})]
+
+
+def test_takeover_of_a_bridge_ifupdown2_made(tmp_path):
+    """Read back from a bridge ifupdown2 set up: every port with PVID 1
+    untagged, the bridge with VLAN 1 and its VLAN devices' VIDs. Nothing to
+    do; a port whose PVID someone changed by hand goes back to 1."""
+    model = compiled(tmp_path, PROXMOX_VLAN_AWARE).model
+    current = copy.deepcopy(model)
+    current.iface("", "eno1").attrs.update({"bridge-vids": ["2-4094"], "bridge-pvid": 1})
+    current.iface("", "vmbr0").attrs["bridge-vlan-default-pvid"] = 1
+    current.bridge_vlans[("", "vmbr0")] = {"bridge-pvid": 1, "bridge-vids": ["5"]}
+    assert vlan_ops(diff(model, current)) == []
+    current.iface("", "eno1").attrs.update({"bridge-vids": ["1-4", "6-4094"], "bridge-pvid": 5})
+    assert vlan_ops(diff(model, current)) == [
+        (VLAN_ADD, "eno1", {"vids": ["1", "5"], "pvid": 1, "untagged": ["1"]})]
+
+
+def test_the_same_model_twice_is_no_operation(tmp_path):
+    model = compiled(tmp_path, PROXMOX_VLAN_AWARE).model
+    assert diff(model, copy.deepcopy(model)) == []
