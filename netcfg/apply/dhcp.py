@@ -37,7 +37,8 @@ from typing import Collection, Iterable
 from netcfg.apply.confirm import run_dir
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import Model
-from netcfg.plan.diff import dhcp_owned, is_up
+from netcfg.plan.addresses import dhcp_owned
+from netcfg.plan.diff import is_up
 
 NETNS_ETC = "/etc/netns"
 

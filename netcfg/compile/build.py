@@ -17,6 +17,7 @@ from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import explain
 from netcfg.compile.values import parse_value
 from netcfg.kinds import registry
+from netcfg.kinds.common import IPV6_MIN_MTU
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
@@ -64,18 +65,32 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     return model
 
 
+# What ifupdown2's addressvirtual addon gives each macvlan besides its
+# addresses: their prefix routes' metric 1024 (its policy
+# addressvirtual_with_route_metric, on by default), so that X's own prefix
+# route wins over the macvlan's, and no IPv6 duplicate address detection
+# (accept_dad and dad_transmits 0): the peer router has the same addresses.
+VRR_SETTINGS = (("address-metric", "1024"), ("accept-dad", "0"), ("dad-transmits", "0"))
+VRR_DAD_SETTINGS = ("accept-dad", "dad-transmits")
+
+
 def _address_virtual_to_macvlans(pending: dict, report: Report) -> dict:
     """`address-virtual MAC IP...` (VRR) on X: the macvlan devices
     ifupdown2's addressvirtual addon makes, with its names (X's first 13
     characters, dots as dashes, then -v and the line's index: vlan13-v0),
-    mode private, the MAC (unless 'none'), the addresses, X's vrf and mtu.
-    Returns {macvlan key: X's key}, so each comes up with X."""
+    mode private, the MAC (unless 'none'), the addresses, X's vrf and mtu,
+    and its settings (VRR_SETTINGS). Returns {macvlan key: X's key}, so each
+    comes up with X."""
     made: dict[tuple[str, str], tuple[str, str]] = {}
     for p in list(pending.values()):
         if p.section != IFACE or not any(r.name == ADDRESS_VIRTUAL for r in p.raws):
             continue
         prefix = p.name[:13].replace(".", "-") + "-v"
         inherited = [r for r in p.raws if r.name in ("vrf", "mtu")]
+        # Below an MTU of 1280 the kernel has no IPv6 on the device, and no
+        # DAD sysctls to write.
+        settings = [(a, v) for a, v in VRR_SETTINGS
+                    if a not in VRR_DAD_SETTINGS or not _below_ipv6_mtu(inherited)]
         kept, index = [], 0
         for raw in p.raws:
             if raw.name != ADDRESS_VIRTUAL:
@@ -100,10 +115,16 @@ def _address_virtual_to_macvlans(pending: dict, report: Report) -> dict:
             macvlan.raws += [RawAttribute("address", " ".join(words[1:]), raw.loc)] \
                 if words[1:] else []
             macvlan.raws += [RawAttribute(r.name, r.value, raw.loc) for r in inherited]
+            macvlan.raws += [RawAttribute(a, value, raw.loc) for a, value in settings]
             pending[(IFACE, p.netns, name)] = macvlan
             made[(p.netns, name)] = (p.netns, p.name)
         p.raws = kept
     return made
+
+
+def _below_ipv6_mtu(raws: list[RawAttribute]) -> bool:
+    mtus = [r.value for r in raws if r.name == "mtu"]
+    return bool(mtus) and mtus[-1].isdigit() and int(mtus[-1]) < IPV6_MIN_MTU
 
 
 def _bond_master_to_slaves(pending: dict, report: Report) -> None:

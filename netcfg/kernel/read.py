@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import socket
 import time
-from typing import Callable, Collection, Mapping, NamedTuple, TypeVar
+from typing import Any, Callable, Collection, Mapping, NamedTuple, TypeVar
 
 from netcfg.kernel.nl import DumpInterrupted, RtnlSocket
 from netcfg.kinds import registry
@@ -41,6 +41,7 @@ from netcfg.netlink.read_parse import (DEFAULT_METRIC, S32, Link, RawRoute, getl
                                        parse_address, parse_bridge_vlans, parse_link, parse_route,
                                        port_vlan_attributes, route_attribute)
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.kinds.common import ADDRESS_METRIC
 from netcfg.kinds.vxlan import PHYSDEV, REMOTE, SVCNODE, VNI, VNIFILTER
 from netcfg.netlink.fdb import RTM_GETNEIGH, fdb_dump, parse_remote
 
@@ -377,10 +378,11 @@ def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]
             # A kernel that ignored the filter answered with every device's.
             found += [p for p in more if p is None or p[0] == index]
     addresses += found
+    metrics: dict[str, int] = {}
     for parsed in addresses:
         if parsed is None:
             continue
-        index, address, _family = parsed
+        index, address, _family, metric = parsed
         if index in loopbacks and address == IPV4_LOOPBACK:
             continue   # made by the kernel when lo comes up
         name = state.names.get(index)
@@ -388,6 +390,13 @@ def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]
             continue   # a device that appeared after the link dump
         state.interfaces[name].attrs.setdefault("address", []).append(address)
         state.counts.addresses += 1
+        metrics[name] = min(metric, metrics.get(name, metric))
+    for name, metric in metrics.items():
+        # One metric for all of a device's addresses, as a config writes it;
+        # where they differ, the lowest: the prefix route that competes most
+        # (the diff then sets the configured one on every address again).
+        if metric:
+            state.interfaces[name].attrs[ADDRESS_METRIC] = metric
 
 
 def _ours(payload: memoryview) -> tuple[RawRoute, int] | None:

@@ -21,7 +21,10 @@ from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 ETH_MAX_MTU = 65535    # most devices' max_mtu; lo and vrf say otherwise (kind.max_mtu)
 ETH_DATA_LEN = 1500    # what ether_setup gives a new device, a portless bridge included
 IPV6_MIN_MTU = 1280    # below it the kernel turns IPv6 off on the device
-IPV6_SETTINGS = ("disable-ipv6", "addr-gen-mode")  # per-device IPv6 state
+# Per-device IPv6 state.
+IPV6_SETTINGS = ("disable-ipv6", "addr-gen-mode", "accept-dad", "dad-transmits")
+# The metric of the prefix routes of all the interface's addresses (IFA_RT_PRIORITY).
+ADDRESS_METRIC = "address-metric"
 LOOPBACK = "lo"
 DEFAULT_ROUTE = {4: "0.0.0.0/0", 6: "::/0"}
 

@@ -30,7 +30,7 @@ from netcfg.netlink.codecs import codec
 from netcfg.netlink.nlmsg import (IFLA_BRPORT_VLAN_TUNNEL,
                                   IFLA_VXLAN_COLLECT_METADATA, rtattr)
 from netcfg.schemas.spec import (INFO, LINK, PORT, SYSCTL, KernelMapping, all_groups,
-                                 kernel_defaults, kernel_mappings)
+                                 group_attributes, kernel_defaults, kernel_mappings)
 
 # Each turns a param's value into one attribute (b"" for nothing to send).
 Encoder = Callable[[Any], bytes]
@@ -108,14 +108,15 @@ def _derive():
     settings: dict[str, Setting] = {}
     read_info: dict[str, dict[int, tuple[str, Decoder]]] = {}
     read_port: dict[int, tuple[str, Decoder]] = {}
-    read_devconf: list[tuple[str, int, str]] = []
+    read_devconf: list[tuple[str, int, str, bool]] = []
     for group in all_groups():
         for m in kernel_mappings(group):
             if m.place == SYSCTL:
                 settings[m.attribute] = Setting(SYSCTL, reset=_reset(m), key=m.path)
                 if m.devconf and m.attribute not in _HAND_READ:
                     family, _, index = m.devconf.partition(":")
-                    read_devconf.append((family, int(index), m.attribute))
+                    boolean = group_attributes(group)[m.attribute].type == "boolean"
+                    read_devconf.append((family, int(index), m.attribute, boolean))
                 continue
             encoder = declared_encoder(m)
             decode = codec(m).decode

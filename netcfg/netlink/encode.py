@@ -64,8 +64,8 @@ from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, pa
                                   AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_FLAGS_SELF, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-                                  IFA_ADDRESS, IFA_BROADCAST, IFA_LOCAL, IFF_UP, IFLA_AF_SPEC,
-                                  IFLA_BRIDGE_FLAGS, IFLA_BRIDGE_VLAN_INFO,
+                                  IFA_ADDRESS, IFA_BROADCAST, IFA_LOCAL, IFA_RT_PRIORITY, IFF_UP,
+                                  IFLA_AF_SPEC, IFLA_BRIDGE_FLAGS, IFLA_BRIDGE_VLAN_INFO,
                                   IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
                                   IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_GROUP, IFLA_IFNAME, IFLA_LINK,
@@ -416,17 +416,22 @@ def _address(op: Operation, ctx: EncodeContext) -> bytes:
     # As iproute2: 127.0.0.0/8 is host-scoped.
     scope = RT_SCOPE_HOST if family == AF_INET and packed[0] == 127 else RT_SCOPE_UNIVERSE
     # `pointopoint PEER` (ifupdown2's): IFA_ADDRESS is the peer, as `ip addr
-    # add A peer P`; `broadcast B`: IFA_BROADCAST, as `ip addr add A brd B`.
+    # add A peer P`; `broadcast B`: IFA_BROADCAST, as `ip addr add A brd B`;
+    # `metric M`: IFA_RT_PRIORITY, the metric of the address's prefix route.
     peer = op.params.get("peer")
     out = (ifaddrmsg(family, prefixlen, _index(op, ctx), scope=scope)
            + rtattr(IFA_LOCAL, packed)
            + rtattr(IFA_ADDRESS, ipaddress.ip_address(peer).packed if peer else packed))
     if op.params.get("broadcast"):
         out += rtattr(IFA_BROADCAST, ipaddress.ip_address(op.params["broadcast"]).packed)
+    if op.params.get("metric") is not None:
+        out += rtattr_u32(IFA_RT_PRIORITY, op.params["metric"])
     return out
 
 
-ADDRESS_PARAMS = ("peer", "broadcast")
+# "replace": the address is there already, with another metric
+# (plan/addresses.py _metric_changes): NLM_F_REPLACE changes it in place.
+ADDRESS_PARAMS = ("peer", "broadcast", "metric", "replace")
 
 
 _MAX_PREFIX = {AF_INET: 32, AF_INET6: 128}
@@ -456,8 +461,10 @@ def _parse_address(op: Operation) -> tuple[int, bytes, int]:
 
 
 def _addr_add(op: Operation, ctx: EncodeContext) -> list[Request]:
-    """Equivalent to: `ip address add ADDR/LEN dev NAME`."""
-    return [Request(RTM_NEWADDR, CREATE, _address(op, ctx), tag=op)]
+    """Equivalent to: `ip address add ADDR/LEN dev NAME [metric M]`, or with
+    "replace", `ip address replace ADDR/LEN dev NAME metric M`."""
+    flags = REPLACE if op.params.get("replace") else CREATE
+    return [Request(RTM_NEWADDR, flags, _address(op, ctx), tag=op)]
 
 
 def _addr_del(op: Operation, ctx: EncodeContext) -> list[Request]:

@@ -98,6 +98,7 @@ VETH_INFO_PEER = 1            # linux/veth.h: an ifinfomsg followed by IFLA_*
 IFF_UP = 0x1
 IFA_ADDRESS, IFA_LOCAL, IFA_LABEL, IFA_BROADCAST = 1, 2, 3, 4
 IFA_FLAGS = 8
+IFA_RT_PRIORITY = 9           # u32: metric of the address's prefix route (4.18+)
 
 AF_UNSPEC, AF_INET, AF_INET6 = 0, 2, 10
 

@@ -29,7 +29,8 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
                                   DEVCONF_DISABLE_IPV6, IFADDRMSG, IFAPROT_KERNEL_LL,
                                   IFAPROT_KERNEL_LO, IFAPROT_KERNEL_RA, IFA_ADDRESS, IFA_LOCAL,
-                                  IFA_PROTO, IFINFOMSG, IFLA_ADDRESS, IFLA_AF_SPEC,
+                                  IFA_PROTO, IFA_RT_PRIORITY, IFINFOMSG, IFLA_ADDRESS,
+                                  IFLA_AF_SPEC,
                                   IFLA_BRIDGE_VLAN_INFO, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
                                   IFLA_BRIDGE_VLAN_TUNNEL_VID, IFLA_EXT_MASK, IFLA_GROUP,
@@ -50,7 +51,7 @@ LINK_WANTED = frozenset({IFLA_IFNAME, IFLA_MTU, IFLA_ADDRESS, IFLA_IFALIAS, IFLA
 _INFO_WANTED = frozenset({IFLA_INFO_KIND, IFLA_INFO_DATA, IFLA_INFO_SLAVE_KIND,
                           IFLA_INFO_SLAVE_DATA})
 _AF_INET6_WANTED = frozenset({IFLA_INET6_CONF, IFLA_INET6_ADDR_GEN_MODE})
-_ADDR_WANTED = frozenset({IFA_ADDRESS, IFA_LOCAL, IFA_PROTO})
+_ADDR_WANTED = frozenset({IFA_ADDRESS, IFA_LOCAL, IFA_PROTO, IFA_RT_PRIORITY})
 _ROUTE_WANTED = frozenset({RTA_DST, RTA_SRC, RTA_OIF, RTA_GATEWAY, RTA_PRIORITY, RTA_TABLE,
                            RTA_MULTIPATH})
 # Addresses the kernel made itself (linux/if_addr.h IFAPROT_KERNEL_*).
@@ -233,25 +234,30 @@ def _inet6(af_spec: memoryview) -> dict[str, Any]:
 _FAMILIES = frozenset({AF_INET, AF_INET6})
 _IFLA_INET_CONF = 1   # the one attribute of AF_INET's nest
 _INET_CONF_WANTED = frozenset({_IFLA_INET_CONF})
-# (byte offset, attribute) of the declared sysctls in each devconf array:
-# IPv4's starts at IPV4_DEVCONF_FORWARDING (1), IPv6's at DEVCONF_FORWARDING (0).
-_DEVCONF4 = tuple((4 * (i - 1), a) for family, i, a in READ_DEVCONF if family == "inet")
-_DEVCONF6 = tuple((4 * i, a) for family, i, a in READ_DEVCONF if family == "inet6")
+# (byte offset, attribute, is a boolean) of the declared sysctls in each devconf
+# array: IPv4's starts at IPV4_DEVCONF_FORWARDING (1), IPv6's at DEVCONF_FORWARDING (0).
+_DEVCONF4 = tuple((4 * (i - 1), a, b) for family, i, a, b in READ_DEVCONF if family == "inet")
+_DEVCONF6 = tuple((4 * i, a, b) for family, i, a, b in READ_DEVCONF if family == "inet6")
 
 
-def _devconf(conf: memoryview, wanted: tuple[tuple[int, str], ...],
+def _devconf(conf: memoryview, wanted: tuple[tuple[int, str, bool], ...],
              attrs: dict[str, Any]) -> None:
     size = len(conf)
-    for offset, attribute in wanted:
+    for offset, attribute, boolean in wanted:
         if size >= offset + 4:
-            attrs[attribute] = S32.unpack_from(conf, offset)[0] != 0
+            value = S32.unpack_from(conf, offset)[0]
+            if boolean:
+                attrs[attribute] = value != 0
+            elif value >= 0:   # -1: does not apply (accept_dad on lo and NOARP devices)
+                attrs[attribute] = value
 
 
 # ---------------------------------------------------------------- addresses, routes
 
-def parse_address(payload: bytes | memoryview) -> tuple[int, str, int] | None:
-    """One RTM_NEWADDR -> (ifindex, "10.0.0.1/24", family), or None for an
-    address the kernel made itself (IFA_PROTO kernel_lo/ra/ll)."""
+def parse_address(payload: bytes | memoryview) -> tuple[int, str, int, int] | None:
+    """One RTM_NEWADDR -> (ifindex, "10.0.0.1/24", family, metric of its
+    prefix route: IFA_RT_PRIORITY, which the kernel sends only when not 0),
+    or None for an address the kernel made itself (IFA_PROTO kernel_lo/ra/ll)."""
     family, prefixlen, _flags, _scope, index = IFADDRMSG.unpack_from(payload)
     a = parse_attrs(payload, IFADDRMSG.size, _ADDR_WANTED)
     if IFA_PROTO in a and _u8(a[IFA_PROTO]) in _KERNEL_MADE:
@@ -261,7 +267,8 @@ def parse_address(payload: bytes | memoryview) -> tuple[int, str, int] | None:
     raw = a.get(IFA_LOCAL, a.get(IFA_ADDRESS))
     if raw is None or len(raw) != _ADDR_LEN.get(family):
         return None
-    return index, f"{_ip(raw)}/{prefixlen}", family
+    metric = attr_u32(a[IFA_RT_PRIORITY]) if IFA_RT_PRIORITY in a else 0
+    return index, f"{_ip(raw)}/{prefixlen}", family, metric
 
 
 @dataclass(frozen=True, slots=True)

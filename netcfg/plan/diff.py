@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from netcfg.kinds import registry, veth
-from netcfg.kinds.common import gateway_onlink
+from netcfg.kinds.common import ADDRESS_METRIC, gateway_onlink
 from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Trait
 from netcfg.model.model import ROOT_NETNS, ConfigObject, Model
+from netcfg.plan.addresses import address_operations
 from netcfg.plan.fdb import remote_operations
-from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
-                             MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
-                             VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
+from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
+                             MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL, VLAN_ADD,
+                             VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
                              Operation)
 from netcfg.plan.ovs import ovs_operations
 from netcfg.plan.vlans import (NO_VLANS, VLAN_AWARE, PortVlans, TunnelMap, intersect,
@@ -39,8 +40,10 @@ from netcfg.schemas.spec import group_attributes
 Key = tuple[str, str]
 
 # Common attributes a create request carries (so the device never exists
-# with the wrong MTU or with IPv6 autoconf running), by their attribute names.
-CREATE_TIME_ATTRIBUTES = ("mtu", "hwaddress", "alias", "addr-gen-mode", "disable-ipv6")
+# with the wrong MTU or with IPv6 autoconf running, and its sysctls are in
+# place before its addresses), by their attribute names.
+CREATE_TIME_ATTRIBUTES = ("mtu", "hwaddress", "alias", "addr-gen-mode", "disable-ipv6",
+                          "accept-dad", "dad-transmits")
 # Attributes some other operation than link-set takes care of.
 HANDLED_ELSEWHERE = frozenset({
     "address", "gateway", "route",                 # addr-*, route-*
@@ -54,7 +57,7 @@ HANDLED_ELSEWHERE = frozenset({
     # The ifupdown method is not kernel state: static/manual/loopback change
     # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
     "inet", "inet6",
-    "pointopoint", "broadcast",                    # addr-add's params (address_params)
+    "pointopoint", "broadcast", ADDRESS_METRIC,    # addr-add's params (plan/addresses.py)
     # Imperative lines are run, not kernel state (plan/hooks.py, apply/hooks.py).
     "pre-up", "up", "post-up", "pre-down", "down", "post-down",
     # The resolver's, told after each apply (apply/resolver.py).
@@ -94,17 +97,6 @@ def is_up(obj: ConfigObject) -> bool:
     return obj.auto and not obj.attrs.get("link-down")
 
 
-def dhcp_owned(obj: ConfigObject) -> set[str]:
-    """The address families ("4", "6") a DHCP client configures on ``obj``
-    (method dhcp), or the kernel's SLAAC (`inet6 auto`); netcfg leaves their
-    addresses alone."""
-    owned = {family for method, family in (("inet", "4"), ("inet6", "6"))
-             if obj.attrs.get(method) == "dhcp"}
-    if obj.attrs.get("inet6") == "auto":
-        owned.add("6")
-    return owned
-
-
 def cycles_members(master: ConfigObject | None) -> bool:
     """Enslaving to (or releasing from) an L3 master (a VRF) takes an up
     device down and up again: the kernel drops its routes and its IPv6
@@ -133,18 +125,6 @@ def routes_of(obj: ConfigObject) -> Iterable[dict[str, Any]]:
         if gateway_onlink(obj, gateway):
             route["onlink"] = True
         yield route
-
-
-def address_params(obj: ConfigObject) -> dict[str, Any]:
-    """What an IPv4 address-add carries besides the address: the peer
-    (pointopoint), the broadcast address. Set when added, not compared: the
-    read side keeps the address itself (docs/compat.md)."""
-    params = {}
-    if "pointopoint" in obj.attrs:
-        params["peer"] = obj.attrs["pointopoint"]
-    if "broadcast" in obj.attrs:
-        params["broadcast"] = obj.attrs["broadcast"]
-    return params
 
 
 def route_subject(route: dict[str, Any]) -> str:
@@ -441,23 +421,7 @@ class _Diff:
                 ops.append(Operation(VNI_ADD, netns, name, params={"vnis": texts(added)}))
 
         # Addresses.
-        want_addrs = obj.attrs.get("address", ())
-        had_addrs = cur.attrs.get("address", ()) if cur is not None else ()
-        if key in self.cycled:
-            had_addrs = [a for a in had_addrs if ":" not in a]
-        dhcp_families = dhcp_owned(obj)
-        if dhcp_families:
-            # The DHCP client owns that family's addresses (netcfg/apply/dhcp.py).
-            had_addrs = [a for a in had_addrs
-                         if a in want_addrs or ("6" if ":" in a else "4") not in dhcp_families]
-        if want_addrs != had_addrs:
-            want_set, had_set = set(want_addrs), set(had_addrs)
-            ops.extend(Operation(ADDR_DEL, netns, name, a)
-                       for a in dict.fromkeys(had_addrs) if a not in want_set)
-            made = address_params(obj)
-            ops.extend(Operation(ADDR_ADD, netns, name, a,
-                                 params=made if made and ":" not in a else {})
-                       for a in dict.fromkeys(want_addrs) if a not in had_set)
+        ops.extend(address_operations(obj, cur, cycled=key in self.cycled))
 
         # Administrative state.
         want_up = is_up(obj)

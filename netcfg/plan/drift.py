@@ -56,11 +56,19 @@ _OWN_VLANS = {
                      "VLAN devices on it)"),
     VLAN_DEL: (None, "{label}: the bridge itself has VLANs {vids} that no VLAN device on it uses"),
 }
+# An addr-add that replaces an address the device has (plan/addresses.py
+# _metric_changes). The read side has one metric per device, the lowest of its
+# addresses', so it cannot say which of them differ.
+_METRIC_EXPLAIN = ("address-metric", "{label}: not every address has the configured metric "
+                                     "{metric}; {subject} is given it again")
 
 
 def explain(op: Operation, model: Model) -> tuple[SourceLocation, str]:
     """(where the config asks for it, what differs) for one repairing operation."""
-    attribute, sentence = (_OWN_VLANS if op.params.get("self") else _EXPLAIN)[op.action]
+    if op.action == ADDR_ADD and op.params.get("replace"):
+        attribute, sentence = _METRIC_EXPLAIN
+    else:
+        attribute, sentence = (_OWN_VLANS if op.params.get("self") else _EXPLAIN)[op.action]
     obj = model.namespaces.get(op.name) if op.action in (NETNS_ADD, NETNS_DEL) \
         else model.iface(op.netns, op.name)
     label = obj.label() if obj is not None else (
@@ -70,6 +78,7 @@ def explain(op: Operation, model: Model) -> tuple[SourceLocation, str]:
     message = sentence.format(
         name=op.name, label=label, subject=op.subject, master=op.params.get("master", "?"),
         vids=" ".join(op.params.get("vids", ())),
+        metric=op.params.get("metric"),
         params=" ".join(f"{k} {_value(v)}" for k, v in op.params.items()))
     return _where(obj, attribute, op, model), message
 

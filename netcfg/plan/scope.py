@@ -16,7 +16,8 @@ from netcfg.kinds.base import LOWER, PEER
 from netcfg.model.errors import UsageError, did_you_mean, quote
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.model.tags import NETCFG_GROUP
-from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, dhcp_owned
+from netcfg.plan.addresses import dhcp_owned
+from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM
 from netcfg.plan.ops import LINK_DEL, Operation
 from netcfg.plan.planner import Plan
 

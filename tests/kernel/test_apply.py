@@ -132,7 +132,19 @@ IDLE_TENANT = textwrap.dedent("""    netns t1
     """)
 
 
-@pytest.mark.parametrize("config", [TENANTS, IDLE_TENANT], ids=["tenants", "idle-tenant"])
+# A VRR macvlan (address-virtual): shown as a macvlan stanza with its
+# address-metric 1024, accept-dad 0 and dad-transmits 0.
+VRR = textwrap.dedent("""\
+    auto br0
+    iface br0
+        bridge-ports none
+        address 10.1.0.1/24
+        address-virtual 44:39:39:ff:00:01 10.1.0.254/24 2001:db8:1::1/64
+    """)
+
+
+@pytest.mark.parametrize("config", [TENANTS, IDLE_TENANT, VRR],
+                         ids=["tenants", "idle-tenant", "vrr"])
 def test_show_piped_into_apply_changes_nothing(session, tmp_path, config):
     """`netcfg show | netcfg apply -c -`: running state, printed in the input
     language without the kernel's defaults and applied again, needs no write
@@ -149,6 +161,24 @@ def test_show_piped_into_apply_changes_nothing(session, tmp_path, config):
     assert result.verified
     assert [op.describe() for op in result.plan.operations] == []
     assert result.requests == 0
+
+
+def test_address_metric_written_then_removed(session, tmp_path):
+    """address-metric: the prefix routes' metric of both families; left out
+    again, the addresses go back to the kernel's (an IPv4 one replaced in
+    place, an IPv6 one deleted and added: the kernel keeps an IPv6 metric
+    that a replace sets to 0)."""
+    config = ("auto br0\niface br0\n    bridge-ports none\n    address 10.2.0.1/24\n"
+              "    address 2001:db8:2::1/64\n")
+    assert apply(model_of(config + "    address-metric 7\n", tmp_path), session).verified
+    routes = ip("route", "show", "dev", "br0") + ip("-6", "route", "show", "dev", "br0")
+    assert "10.2.0.0/24 proto kernel scope link src 10.2.0.1 metric 7" in routes
+    assert "2001:db8:2::/64 proto kernel metric 7" in routes
+    back = apply(model_of(config, tmp_path), session)
+    assert back.verified and back.requests == 3
+    info = json.loads(ip("-j", "addr", "show", "dev", "br0"))[0]["addr_info"]
+    assert [a.get("metric") for a in info if a["scope"] == "global"] == [None, None]
+    assert "2001:db8:2::/64 proto kernel metric 256" in ip("-6", "route", "show", "dev", "br0")
 
 
 def test_namespaces_get_nsids_and_a_macvlan_reaches_a_lower_in_the_host(session, tmp_path):

@@ -36,6 +36,11 @@ def ip(*args: str) -> str:
     return subprocess.run(["ip", *args], check=True, capture_output=True, text=True).stdout
 
 
+def ip_sysctl(key: str) -> str:
+    return subprocess.run(["sysctl", "-n", key], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
 def link(name: str) -> dict:
     return json.loads(ip("-d", "-j", "link", "show", "dev", name))[0]
 
@@ -274,6 +279,52 @@ def test_address_virtual_makes_ifupdown2s_macvlans(session, tmp_path, stand_in_p
         info = json.loads(ip("-j", "addr", "show", "dev", dev))[0]["addr_info"]
         assert [a["local"] for a in info if a["family"] == "inet"] == [want]
     assert len(apply(model, session).plan) == 0
+
+
+def test_address_virtual_metric_1024_and_no_dad(session, tmp_path, stand_in_port):
+    """As ifupdown2's addressvirtual addon: the macvlan's addresses with
+    metric 1024 (IPv4 and IPv6), so the lower device's own prefix route wins,
+    and accept_dad 0, dad_transmits 0 (the peer router has the same address):
+    its IPv6 address is usable at once, never tentative. A metric changed
+    behind netcfg's back is a drift `query --check` names, and the next apply
+    puts it back in place (ip addr replace)."""
+    stand_in_port("uplink")
+    path, model = interfaces(tmp_path, """\
+        auto uplink
+        iface uplink
+            address 10.1.13.2/24
+            address 2001:db8:13::2/64
+            address-virtual 44:39:39:FF:00:13 10.1.13.1/24 2001:db8:13::1/64
+        """)
+    assert apply(model, session).verified
+
+    def addresses(dev: str) -> dict[str, dict]:
+        info = json.loads(ip("-j", "addr", "show", "dev", dev))[0]["addr_info"]
+        return {f"{a['local']}/{a['prefixlen']}": a for a in info if a["scope"] == "global"}
+
+    vrr = addresses("uplink-v0")
+    assert {a: v.get("metric") for a, v in vrr.items()} == {
+        "10.1.13.1/24": 1024, "2001:db8:13::1/64": 1024}
+    assert not vrr["2001:db8:13::1/64"].get("tentative")
+    assert all("metric" not in v for v in addresses("uplink").values())
+    for sysctl in ("accept_dad", "dad_transmits"):
+        assert ip_sysctl(f"net.ipv6.conf.uplink-v0.{sysctl}") == "0"
+        assert ip_sysctl(f"net.ipv6.conf.uplink.{sysctl}") == "1"
+    for family, to in (("-4", "10.1.13.5"), ("-6", "2001:db8:13::5")):
+        assert json.loads(ip(family, "-j", "route", "get", to))[0]["dev"] == "uplink"
+    assert len(apply(model, session).plan) == 0
+
+    ip("addr", "replace", "10.1.13.1/24", "dev", "uplink-v0", "metric", "5")
+    assert main(["query", "--check", "-c", str(path)]) != 0
+    again = apply(model, session)
+    assert again.verified
+    # The read side has one metric per device: both addresses are given it again.
+    assert sorted(op.describe() for batch in again.plan.batches for op in batch) == [
+        "+ addr-add uplink-v0 10.1.13.1/24 metric=1024 replace=yes",
+        "+ addr-add uplink-v0 2001:db8:13::1/64 metric=1024 replace=yes"]
+    assert {a: v["metric"] for a, v in addresses("uplink-v0").items()} == {
+        "10.1.13.1/24": 1024, "2001:db8:13::1/64": 1024}
+    assert main(["query", "--check", "-c", str(path)]) == 0
 
 
 def test_pointopoint_broadcast_and_onlink(session, tmp_path, stand_in_port):

@@ -81,8 +81,8 @@ def scene(netns_dir, switcher):
     ip(TENANT, """
         link set lo up
         link set x1 up
-        address add 10.1.0.2/30 dev x1
-        address add 2001:db8:1::2/64 dev x1 nodad
+        address add 10.1.0.2/30 dev x1 metric 1024
+        address add 2001:db8:1::2/64 dev x1 nodad metric 2048
         route add default via 10.1.0.1 proto 110
     """)
     sockets = {"": rtnl_in(switcher, host), TENANT: rtnl_in(switcher, tenant)}
@@ -98,7 +98,9 @@ def iface(name, kind, netns="", auto=False, **attrs):
 
 
 COMMON = {"addr-gen-mode": "eui64", "disable-ipv6": False, "ip-forward": False,
-          "ip6-forward": False, "arp-accept": False}
+          "ip6-forward": False, "arp-accept": False, "accept-dad": 1, "dad-transmits": 1}
+# lo's accept_dad is -1: DAD does not apply to it, no setting to report.
+LO_COMMON = {k: v for k, v in COMMON.items() if k != "accept-dad"}
 # A new bridge's, port's and vxlan's knobs as the kernel reports them (the
 # schemas' declared attributes; bridge-vlan-protocol and -vlan-stats only
 # where the kernel has CONFIG_BRIDGE_VLAN_FILTERING, which this one lacks).
@@ -124,7 +126,7 @@ EXPECTED = [
                  {"to": "10.9.0.0/16", "via": "10.0.0.2", "dev": "br0"},
                  {"to": "2001:db8:8::/48", "via": "2001:db8::2", "dev": "br0", "metric": 7},
                  {"to": "2001:db8:9::/48", "via": "2001:db8::2", "dev": "br0"}]),
-    iface("lo", "loopback", auto=True, mtu=65536, **COMMON),
+    iface("lo", "loopback", auto=True, mtu=65536, **LO_COMMON),
     iface("mv0", "macvlan", macvlan_mode="private", mtu=1500, hwaddress="02:00:00:00:00:30",
           **COMMON, macvlan_raw_device="q0"),
     iface("p0", "veth", auto=True, bridge_learning=True, **PORT_KNOBS, mtu=1400,
@@ -144,9 +146,10 @@ EXPECTED = [
           **COMMON),
     iface("x0", "veth", auto=True, mtu=1500, hwaddress="02:00:00:00:00:50", **COMMON,
           address=["10.1.0.1/30"], veth_peer_name="x1", veth_peer_netns=TENANT),
-    iface("lo", "loopback", netns=TENANT, auto=True, mtu=65536, **COMMON),
+    iface("lo", "loopback", netns=TENANT, auto=True, mtu=65536, **LO_COMMON),
     iface("x1", "veth", netns=TENANT, auto=True, mtu=1500, hwaddress="02:00:00:00:00:51",
           **COMMON, address=["10.1.0.2/30", "2001:db8:1::2/64"],
+          address_metric=1024,   # its addresses' metrics differ: the lowest
           route=[{"to": "0.0.0.0/0", "via": "10.1.0.1", "dev": "x1"}],
           veth_peer_name="x0", veth_peer_netns=""),
 ]

@@ -49,3 +49,14 @@ def test_each_difference_points_at_the_line_that_asks_for_it(tmp_path):
 def test_something_no_longer_configured_has_no_line(tmp_path):
     loc, text = explain(Operation("link-del", "", "old0"), model(tmp_path))
     assert loc.line == 0 and text.startswith("old0 was made by netcfg")
+
+
+def test_a_metric_replacement_points_at_address_virtual(tmp_path):
+    (tmp_path / "site.tmpl").write_text("auto br0\niface br0\n    bridge-ports none\n"
+                                        "    address-virtual none 10.0.0.1/24\n")
+    m = compile_config(ConfigSource(path=str(tmp_path / "site.tmpl"))).model
+    loc, text = explain(Operation(ADDR_ADD, "", "br0-v0", "10.0.0.1/24",
+                                  params={"metric": 1024, "replace": True}), m)
+    assert (loc.line, text) == (
+        4, "br0-v0: not every address has the configured metric 1024; 10.0.0.1/24 is given "
+           "it again")

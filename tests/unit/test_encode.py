@@ -24,7 +24,8 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI
                                   BRIDGE_VLAN_INFO, IFLA_BRIDGE_FLAGS,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-                                  IFA_ADDRESS, IFA_LOCAL, IFADDRMSG, IFF_UP, IFINFOMSG,
+                                  IFA_ADDRESS, IFA_LOCAL, IFA_RT_PRIORITY, IFADDRMSG, IFF_UP,
+                                  IFINFOMSG,
                                   IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE,
                                   IFLA_BOND_MIIMON, IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE,
                                   IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME,
@@ -38,7 +39,8 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI
                                   IFLA_VRF_TABLE, IFLA_VXLAN_COLLECT_METADATA, IFLA_VXLAN_GROUP,
                                   IFLA_VXLAN_ID, IFLA_VXLAN_LEARNING, IFLA_VXLAN_LOCAL,
                                   IFLA_VXLAN_PORT, IFLA_VXLAN_VNIFILTER, NLA_F_NESTED, NLM_F_CREATE,
-                                  NLM_F_EXCL, RT_SCOPE_LINK, RT_SCOPE_NOWHERE, RT_SCOPE_UNIVERSE,
+                                  NLM_F_EXCL, NLM_F_REPLACE, RT_SCOPE_LINK, RT_SCOPE_NOWHERE,
+                                  RT_SCOPE_UNIVERSE,
                                   RTA_DST, RTA_GATEWAY, RTA_OIF, RTA_PRIORITY, RTA_TABLE,
                                   RTM_DELLINK, RTM_DELROUTE, RTM_DELTUNNEL, RTM_NEWADDR,
                                   RTM_NEWLINK, RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_SETLINK, RTMSG,
@@ -439,6 +441,19 @@ def test_addresses(ctx):
     attrs = parse_attrs(request.payload, IFADDRMSG.size)
     packed = bytes.fromhex("20010db8000000000000000000000001")
     assert bytes(attrs[IFA_LOCAL]) == bytes(attrs[IFA_ADDRESS]) == packed
+
+
+def test_address_metric_and_its_replacement(ctx):
+    """`ip addr add 10.1.13.1/24 dev swp1 metric 1024` (a VRR macvlan's); with
+    "replace", `ip addr replace ...`: the metric of an address already there."""
+    added = one(encode(op(ADDR_ADD, "swp1", "10.1.13.1/24", metric=1024), ctx))
+    assert (added.type, added.flags) == (RTM_NEWADDR, CREATE)
+    assert attr_u32(parse_attrs(added.payload, IFADDRMSG.size)[IFA_RT_PRIORITY]) == 1024
+    replaced = one(encode(op(ADDR_ADD, "swp1", "2001:db8::1/64", metric=0, replace=True), ctx))
+    assert replaced.flags == NLM_F_CREATE | NLM_F_REPLACE
+    assert attr_u32(parse_attrs(replaced.payload, IFADDRMSG.size)[IFA_RT_PRIORITY]) == 0
+    plain = one(encode(op(ADDR_ADD, "swp1", "10.1.13.2/24"), ctx))
+    assert IFA_RT_PRIORITY not in parse_attrs(plain.payload, IFADDRMSG.size)
 
 
 def test_route_in_a_vrf_takes_the_vrfs_table(ctx):

@@ -232,3 +232,20 @@ def test_address_virtual_names_and_one_digit_octets(tmp_path):
     assert macvlan.attrs["hwaddress"] == "42:38:39:ff:00:01"
     assert macvlan.attrs["macvlan-raw-device"] == "bridge.1"
     assert macvlan.attrs["address"] == ["10.7.192.1/24"]
+    # ifupdown2's address metric (addressvirtual_with_route_metric) and no DAD.
+    assert (macvlan.attrs["address-metric"], macvlan.attrs["accept-dad"],
+            macvlan.attrs["dad-transmits"]) == (1024, 0, 0)
+
+
+def test_address_virtual_below_ipv6s_mtu_has_no_dad_settings(tmp_path):
+    """Below an MTU of 1280 the kernel has no IPv6 on the macvlan, and no DAD
+    sysctls to write: the macvlan gets only the metric."""
+    model = compiled(tmp_path, """\
+        auto eth0
+        iface eth0
+            mtu 1200
+            address-virtual none 10.7.192.1/24
+        """).model
+    macvlan = model.iface("", "eth0-v0")
+    assert macvlan.attrs["address-metric"] == 1024 and macvlan.attrs["mtu"] == 1200
+    assert "accept-dad" not in macvlan.attrs and "dad-transmits" not in macvlan.attrs

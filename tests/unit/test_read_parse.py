@@ -18,7 +18,8 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
                                   DEVCONF_DISABLE_IPV6, IFA_ADDRESS, IFA_LOCAL, IFA_PROTO,
-                                  IFAPROT_KERNEL_LL, IFAPROT_KERNEL_RA, IFF_UP, IFINFOMSG,
+                                  IFA_RT_PRIORITY, IFAPROT_KERNEL_LL, IFAPROT_KERNEL_RA, IFF_UP,
+                                  IFINFOMSG,
                                   IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE,
                                   IFLA_BOND_MIIMON, IFLA_BOND_MIN_LINKS, IFLA_BOND_MODE,
                                   IFLA_BOND_XMIT_HASH_POLICY, IFLA_BR_AGEING_TIME,
@@ -68,7 +69,8 @@ def inet6_spec(addr_gen_mode: int = 0, disable_ipv6: int = 0, conf_len: int = 60
 
 
 # The declared per-device sysctls, read from the devconf arrays (all 0 in inet6_spec).
-SYSCTLS_OFF = {"ip-forward": False, "ip6-forward": False, "arp-accept": False}
+SYSCTLS_OFF = {"ip-forward": False, "ip6-forward": False, "arp-accept": False,
+               "accept-dad": 0, "dad-transmits": 0}
 
 
 def test_declared_sysctls_read_from_the_devconf_arrays():
@@ -77,12 +79,15 @@ def test_declared_sysctls_read_from_the_devconf_arrays():
     v4[20] = 1   # IPV4_DEVCONF_ARP_ACCEPT (21)
     v6 = [0] * 60
     v6[0] = 1    # DEVCONF_FORWARDING (0)
+    v6[6] = 3    # DEVCONF_DAD_TRANSMITS: an integer, read as one
+    v6[27] = 2   # DEVCONF_ACCEPT_DAD: 0, 1 or 2
     spec = nested(IFLA_AF_SPEC, [
         nested(AF_INET, [rtattr(1, struct.pack("=33I", *v4))]),
         nested(AF_INET6, [rtattr(IFLA_INET6_CONF, struct.pack("=60i", *v6))])])
     got = parse_link(link("swp1", spec=spec))
     assert {k: got.attrs[k] for k in SYSCTLS_OFF} == \
-        {"ip-forward": True, "ip6-forward": True, "arp-accept": True}
+        {"ip-forward": True, "ip6-forward": True, "arp-accept": True,
+         "accept-dad": 2, "dad-transmits": 3}
 
 
 def link(name: str, index: int = 5, flags: int = 0, mtu: int = 1500,
@@ -226,12 +231,15 @@ def test_addresses_and_the_kernels_own():
     v6 = ipaddress.IPv6Address("2001:db8::1").packed
     ll = ipaddress.IPv6Address("fe80::1").packed
     assert parse_address(address(AF_INET, 24, 3, rtattr(IFA_ADDRESS, v4),
-                                 rtattr(IFA_LOCAL, v4))) == (3, "10.0.0.1/24", AF_INET)
+                                 rtattr(IFA_LOCAL, v4))) == (3, "10.0.0.1/24", AF_INET, 0)
     # Point-to-point: IFA_LOCAL is ours, IFA_ADDRESS the peer's.
     assert parse_address(address(AF_INET, 32, 3, rtattr(IFA_ADDRESS, peer),
                                  rtattr(IFA_LOCAL, v4)))[1] == "10.0.0.1/32"
     assert parse_address(address(AF_INET6, 64, 4, rtattr(IFA_ADDRESS, v6))) == (
-        4, "2001:db8::1/64", AF_INET6)
+        4, "2001:db8::1/64", AF_INET6, 0)
+    # The metric of its prefix route (`ip addr add ... metric 1024`: a VRR macvlan's).
+    assert parse_address(address(AF_INET6, 64, 4, rtattr(IFA_ADDRESS, v6),
+                                 rtattr_u32(IFA_RT_PRIORITY, 1024)))[3] == 1024
     assert parse_address(address(AF_INET6, 64, 4, rtattr(IFA_ADDRESS, ll),
                                  u8(IFA_PROTO, IFAPROT_KERNEL_LL))) is None
     assert parse_address(address(AF_INET6, 64, 4, rtattr(IFA_ADDRESS, v6),
