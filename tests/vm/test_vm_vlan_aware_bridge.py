@@ -11,6 +11,7 @@ and no self VLANs, and both pings below failed while `query --check` said ok.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import textwrap
 
@@ -54,17 +55,16 @@ HOST = textwrap.dedent("""\
     """)
 
 
-def vlan_table(device: str) -> dict[str, str]:
-    """`bridge -c vlan show dev DEVICE` as {VLAN or range: its flags}."""
-    out = subprocess.run(["bridge", "-c", "vlan", "show", "dev", device], capture_output=True,
-                         text=True, check=True).stdout
+def vlan_table(device: str) -> dict[int, str]:
+    """`bridge -j vlan show dev DEVICE` as {VLAN: its flags} (iproute2 6.1
+    lists each VLAN; a later one may give ranges, vlan to vlanEnd)."""
+    out = subprocess.run(["bridge", "-j", "vlan", "show", "dev", device],
+                         capture_output=True, text=True, check=True).stdout
     rows = {}
-    for line in out.splitlines()[1:]:
-        words = line.split()
-        if words and words[0] == device:
-            words = words[1:]
-        if words:
-            rows[words[0]] = " ".join(words[1:])
+    for entry in json.loads(out) if out.strip() else []:
+        for vlan in entry.get("vlans", []):
+            for vid in range(vlan["vlan"], vlan.get("vlanEnd", vlan["vlan"]) + 1):
+                rows[vid] = " ".join(vlan.get("flags", []))
     return rows
 
 
@@ -79,8 +79,8 @@ def test_untagged_and_management_vlan_reach_the_host(session, tmp_path):
     model = compiled(tmp_path, management=True)
     assert apply(model, session).verified
     untagged = "PVID Egress Untagged"
-    assert vlan_table("vmbr0") == {"1": untagged, "5": ""}
-    assert vlan_table("eno1") == {"1": untagged, "2-4094": ""}
+    assert vlan_table("vmbr0") == {1: untagged, 5: ""}
+    assert vlan_table("eno1") == {1: untagged, **{vid: "" for vid in range(2, 4095)}}
     assert reachable("nb", "10.10.1.2"), "untagged (VLAN 1) to the bridge's own address"
     assert reachable("nb", "10.10.5.2"), "VLAN 5 to vmbr0.5, through the bridge itself"
     assert apply(model, session).requests == 0   # read back as applied, self VLANs too
@@ -88,5 +88,5 @@ def test_untagged_and_management_vlan_reach_the_host(session, tmp_path):
     # The management VLAN removed from the file: VLAN 5 leaves the bridge too.
     without = compiled(tmp_path, management=False)
     assert apply(without, session).verified
-    assert vlan_table("vmbr0") == {"1": "PVID Egress Untagged"}
+    assert vlan_table("vmbr0") == {1: "PVID Egress Untagged"}
     assert reachable("nb", "10.10.1.2")
