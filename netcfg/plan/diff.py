@@ -26,7 +26,7 @@ from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Tra
 from netcfg.model.model import ROOT_NETNS, ConfigObject, Model
 from netcfg.plan.addresses import address_operations
 from netcfg.plan.fdb import remote_operations
-from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
+from netcfg.plan.ops import (JOINING, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
                              MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL, VLAN_ADD,
                              VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
                              Operation)
@@ -395,14 +395,15 @@ class _Diff:
 
         # Port VLANs and VNIs.
         want_vlans = port_vlans(obj, d.ifaces.get(want_master))
-        if want_master == had_master and cur is not None:
-            had_vlans = port_vlans(cur, c.ifaces.get(had_master))
-        elif want_master is not None:
+        joining = want_master is not None and not (want_master == had_master and cur is not None)
+        if joining:
             had_vlans = joined_vlans(self.made_or_kept(want_master))
+        elif cur is not None:
+            had_vlans = port_vlans(cur, c.ifaces.get(had_master))
         else:
             had_vlans = NO_VLANS
         if want_vlans != had_vlans:
-            self.vlans(key, want_vlans, had_vlans)
+            self.vlans(key, want_vlans, had_vlans, joining=joining)
         if obj.attrs.get(VLAN_AWARE):
             self.own_vlans(key, obj, cur)
         want_tunnels = port_tunnels(obj, d.ifaces.get(want_master))
@@ -512,8 +513,10 @@ class _Diff:
         if want != had:
             self.vlans(key, want, had, own=True)
 
-    def vlans(self, key: Key, want: PortVlans, had: PortVlans, own: bool = False) -> None:
-        """VLAN-add/del making a port's VLANs (a bridge's own: ``own``) ``want``."""
+    def vlans(self, key: Key, want: PortVlans, had: PortVlans, own: bool = False,
+              joining: bool = False) -> None:
+        """VLAN-add/del making a port's VLANs (a bridge's own: ``own``) ``want``;
+        ``joining``: ``had`` is what the port gets as it joins in this plan."""
         want_vids, had_vids = list(want.vids), list(had.vids)
         removed = subtract(had_vids, want_vids)
         added = subtract(want_vids, had_vids)
@@ -529,7 +532,7 @@ class _Diff:
         netns, name = key
         self_flag = {OWN_PARAM: True} if own else {}
         if removed:
-            self.ops.append(Operation(VLAN_DEL, netns, name,
+            self.ops.append(Operation(VLAN_DEL, netns, name, JOINING if joining else "",
                                       params={"vids": texts(removed), **self_flag}))
         if added:
             params: dict[str, Any] = {"vids": texts(added), **self_flag}

@@ -37,6 +37,15 @@ ACTIONS = (
 REMOVALS = frozenset({NETNS_DEL, ROUTE_DEL, ADDR_DEL, FDB_DEL, VLAN_TUNNEL_DEL, VNI_DEL, VLAN_DEL,
                       MASTER_UNSET, LINK_DOWN, LINK_DEL, OVS_DEL})
 OVS_ACTIONS = frozenset({OVS_ADD, OVS_SET, OVS_DEL})
+# The subject of a vlan-del of what a port got by joining its bridge (the
+# kernel gives it the bridge's default PVID): part of adding the port, so
+# planned with the additions, after the master-set that gave it.
+JOINING = "joining"
+
+
+def is_removal(op: "Operation") -> bool:
+    """Whether ``op`` is planned with the removals (before every addition)."""
+    return op.action in REMOVALS and op.subject != JOINING
 
 # How the text form of a plan marks each action.
 SIGILS = {a: ("-" if a in REMOVALS else "+") for a in ACTIONS}

@@ -24,7 +24,7 @@ from netcfg.plan.graph import CycleError, layered_order
 from netcfg.plan.ops import FDB_ADD, FDB_DEL
 from netcfg.plan.ops import (ACTIONS, ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET,
                              LINK_UP, MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, OVS_ADD,
-                             OVS_DEL, OVS_SET, REMOVALS,
+                             OVS_DEL, OVS_SET, REMOVALS, is_removal,
                              ROUTE_ADD, ROUTE_DEL, VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD,
                              VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL, Operation)
 
@@ -136,6 +136,8 @@ ADDITION_RULES: tuple[Rule, ...] = (
     Rule(MASTER_SET, LINK_ADD, master_device),
     # Port VLANs once it is a port; VNIs once the vxlan exists.
     *_rules([VLAN_ADD], [LINK_ADD, MASTER_SET], same_device),
+    # What a port got by joining, taken away once it has joined (ops.JOINING).
+    *_rules([VLAN_DEL], [LINK_ADD, MASTER_SET], same_device),
     Rule(VNI_ADD, LINK_ADD, same_device),
     # A VLAN-to-VNI mapping needs its VLAN on the port (the kernel answers
     # EINVAL otherwise), the port's vlan_tunnel flag (a port link-set; EINVAL
@@ -148,7 +150,8 @@ ADDITION_RULES: tuple[Rule, ...] = (
     *_rules([ADDR_ADD], [LINK_ADD, MASTER_SET], same_device),
     # Up last: addr-gen-mode and ports' VLANs must be in place first
     # (IPv6 autoconf on hundreds of ports floods the bridge, DESIGN.md).
-    *_rules([LINK_UP], [LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VNI_ADD, VLAN_TUNNEL_ADD],
+    *_rules([LINK_UP], [LINK_ADD, LINK_SET, MASTER_SET, VLAN_ADD, VLAN_DEL, VNI_ADD,
+                        VLAN_TUNNEL_ADD],
             same_device),
     # The kernel refuses a gateway that is not reachable on an up link.
     *_rules([ROUTE_ADD], [LINK_ADD, MASTER_SET, ADDR_ADD, LINK_UP], same_device),
@@ -280,8 +283,8 @@ def build_plan(ops: Iterable[Operation]) -> Plan:
     if len(kept) < len(unique):
         notes.append(f"{len(unique) - len(kept)} removals left to the kernel: it does them "
                      f"when it deletes the device or namespace")
-    removals = [op for op in kept if op.action in REMOVALS]
-    additions = [op for op in kept if op.action not in REMOVALS]
+    removals = [op for op in kept if is_removal(op)]
+    additions = [op for op in kept if not is_removal(op)]
     plan = Plan(notes=notes)
     for group, rules in ((removals, REMOVAL_RULES), (additions, ADDITION_RULES)):
         edges = dependencies(group, rules)

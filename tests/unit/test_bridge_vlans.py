@@ -154,3 +154,27 @@ def test_takeover_of_a_bridge_ifupdown2_made(tmp_path):
 def test_the_same_model_twice_is_no_operation(tmp_path):
     model = compiled(tmp_path, PROXMOX_VLAN_AWARE).model
     assert diff(model, copy.deepcopy(model)) == []
+
+
+def test_the_vlan_a_port_joined_with_goes_after_it_joined(tmp_path):
+    """A new port of a bridge with bridge-pvid 7 loses VLAN 1 once the
+    master-set gave it: planned with the additions, not before them (the
+    port would not exist yet: 'no such device' on a first apply)."""
+    from netcfg.plan.ops import JOINING, MASTER_SET
+    from netcfg.plan.planner import build_plan
+
+    model = compiled(tmp_path, """\
+        auto swp5
+        iface swp5
+            link-type dummy
+        auto br1
+        iface br1
+            bridge-ports swp5
+            bridge-vlan-aware yes
+            bridge-pvid 7
+        """).model
+    plan = build_plan(diff(model, Model()))
+    batch_of = {(op.action, op.name, op.subject): n
+                for n, batch in enumerate(plan.batches) for op in batch}
+    assert batch_of[(VLAN_DEL, "swp5", JOINING)] > batch_of[(MASTER_SET, "swp5", "")]
+    assert "- vlan-del swp5 joining vids=1" in plan.to_text()

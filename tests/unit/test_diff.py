@@ -100,7 +100,7 @@ def test_everything_from_nothing():
          # Each port joins with the bridge's default PVID 1 (the kernel's,
          # as ifupdown2 leaves it): kept where it is the port's PVID too.
          (VLAN_ADD, "swp1", "", {"vids": ["100-200"]}),
-         (VLAN_DEL, "swp2", "", {"vids": ["1"]}),
+         (VLAN_DEL, "swp2", "joining", {"vids": ["1"]}),
          (VLAN_ADD, "swp2", "", {"vids": ["300"], "pvid": 300, "untagged": ["300"]}),
          (VLAN_ADD, "vx0", "", {"vids": ["100-200"]}),
          (LINK_ADD, "vx0", "", {"kind": "vxlan", "port": 4789, "external": True,
