@@ -331,7 +331,64 @@ def _device_sysctl_reason(line: str, roles: dict[str, set[str]]) -> str | None:
     return None
 
 
-def explain(differences: list[str], file_text: str) -> dict[str, str]:
+STP_PORT_STATES = frozenset({"disabled", "listening", "learning", "forwarding", "blocking"})
+STP_TIMING = "not a setting: STP still converging when read (ifupdown2 read minutes later)"
+
+
+def _line_device(line: str) -> str | None:
+    """The device a difference line is about (``link X ...``, ``bridge vlans X:``,
+    ``address X ...``, ``sysctl ipv4/X/...``, a route's dev)."""
+    m = re.match(r"(?:link|address|bridge vlans) ([^\s:]+)", line) or \
+        re.match(r"sysctl ipv[46]/([^/]+)/", line)
+    if m:
+        return m.group(1)
+    if re.match(r"route (ifupdown2|netcfg) only: ", line):
+        return _json_after(line, " only: ").get("dev")
+    return None
+
+
+def _refused_by_ifupdown2(log: str, stanzas: dict[str, dict[str, list[str]]]
+                          ) -> tuple[dict[str, str], dict[str, str]]:
+    """What ifupdown2 said it would not do, from its own errors: (device -> why,
+    for every difference about the device; port -> why, for its VLANs only)."""
+    devices: dict[str, str] = {}
+    for bridge in re.findall(r"ignoring interface (\S+)\. Only one object with attribute "
+                             r"'bridge-vlan-aware yes' allowed", log):
+        why = (f"ifupdown2 refused: a second VLAN-aware bridge ({bridge}; its log: 'Only one "
+               f"object with attribute bridge-vlan-aware yes allowed'), so neither it nor "
+               f"what sits on it was made")
+        hanging = {bridge, *_expand(stanzas.get(bridge, {}).get("bridge-ports", []))}
+        hanging |= {n for n, a in stanzas.items() if n.startswith(bridge + ".")
+                    or a.get("vlan-raw-device", [""])[0] == bridge}
+        devices.update({name: why for name in hanging})
+    for vxlan in re.findall(r"error: (\S+): invalid vxlan-local-tunnelip", log):
+        devices[vxlan] = ("ifupdown2 refused: an IPv6 vxlan-local-tunnelip (its log: "
+                          "'Expected 4 octets'), so the vxlan was not made")
+    ports: dict[str, str] = {}
+    for bridge, port in re.findall(r"error: (\S+): (\S+): vlan sub-interface is not supported "
+                                   r"in a vlan-aware bridge", log):
+        why = (f"ifupdown2 refused: a VLAN device ({port}) as a port of VLAN-aware {bridge} (its "
+               f"log: 'vlan sub-interface is not supported in a vlan-aware bridge'), and set "
+               f"none of {bridge}'s port VLANs")
+        ports.update({p: why for p in _expand(stanzas.get(bridge, {}).get("bridge-ports", []))})
+        ports[port] = why
+    # A VLAN device ifupdown2 did not make or finish (D.N) added no VID N to D itself.
+    for name, why in [*devices.items(), *ports.items()]:
+        raw, _, vid = name.rpartition(".")
+        if raw and vid.isdigit():
+            ports.setdefault(raw, why + f" (nor VLAN {vid} on {raw} itself)")
+    return devices, ports
+
+
+def _refused(device: str | None, refused: dict[str, str]) -> str | None:
+    """Why ifupdown2 did not make ``device``: it, or the device it is a VLAN of (D.N)."""
+    if device is None:
+        return None
+    raw, _, vid = device.rpartition(".")
+    return refused.get(device) or (refused.get(raw) if raw and vid.isdigit() else None)
+
+
+def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> dict[str, str]:
     """Each difference that is one of the deliberate ones (docs/compat.md "Where netcfg
     differs") -> 'deliberate: ' and its name there; one that is no setting of either
     tool (a random draw) -> 'not a setting: ' and why. What is not here is unexplained:
@@ -347,15 +404,38 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
                and n not in stanzas.get(a["bond-master"][0], {}).get("bond-slaves", [])}
     bonds = set(ignored.values())
     why: dict[str, str] = {}
+    refused, refused_ports = _refused_by_ifupdown2(ifupdown2_log, stanzas)
+    for line in differences:
+        device = _line_device(line)
+        if _refused(device, refused):
+            why[line] = _refused(device, refused)
+        elif device in refused_ports and line.startswith("bridge vlans "):
+            why[line] = refused_ports[device]
+    differences = [line for line in differences if line not in why]
     gateways: dict[tuple, list[str]] = {}
     bond_routes: dict[str, list[str]] = {}
     vrr_routes: dict[str, list[tuple[str, Any]]] = {}
     named_tables: dict[str, list[str]] = {}
+    carrier_routes: dict[str, list[str]] = {}
     for line in differences:
         m = re.match(r"link (\S+) ", line)
         if m and (m.group(1) in ignored or m.group(1) in bonds):
             why[line] = "deliberate: `bond-master` on a slave (ifupdown2 3.0 ignores it)"
             continue
+        # STP runs on: each tool's state is read when its apply ends (ifupdown2's
+        # minutes later than netcfg's), so ports may still be listening.
+        m = re.match(r"link (\S+) info_slave_data.state: ifupdown2 '(\w+)', netcfg '(\w+)'$", line)
+        if m and {m.group(2), m.group(3)} <= STP_PORT_STATES:
+            why[line] = STP_TIMING
+            continue
+        m = re.match(r"link (\S+) info_data.ageing_time: ifupdown2 (\d+), netcfg (\d+)$", line)
+        if m and m.group(1) in bridges and "bridge-ageing" not in stanzas[m.group(1)]:
+            # During a topology change the kernel ages at twice the forward delay
+            # (br_stp.c __br_set_topology_change), in centiseconds here.
+            fd = int(stanzas[m.group(1)].get("bridge-fd", ["15"])[0])
+            if str(2 * fd * 100) in m.groups()[1:]:
+                why[line] = STP_TIMING + " (a topology change: ageing at twice the forward delay)"
+                continue
         m = re.match(r"route (ifupdown2|netcfg) only: ", line)
         if m and _json_after(line, " only: ").get("dev") in bonds:
             route = _json_after(line, " only: ")
@@ -443,6 +523,10 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
             key = json.dumps({k: v for k, v in route.items() if k != "table"}, sort_keys=True)
             named_tables.setdefault(key, []).append(line)
             continue
+        if m:   # the same route, `linkdown` in one: carrier when read (STP listening)
+            route = _json_after(line, " only: ")
+            key = json.dumps({k: v for k, v in route.items() if k != "flags"}, sort_keys=True)
+            carrier_routes.setdefault(key, []).append(line)
         if m:   # VRR's macvlan: the same route, ifupdown2's with metric 1024
             route = _json_after(line, " only: ")
             if re.fullmatch(r".+-v\d+", route.get("dev", "")):
@@ -455,6 +539,12 @@ def explain(differences: list[str], file_text: str) -> dict[str, str]:
             for line in pair:
                 why[line] = ("not a setting: a VRF table's name from a map both sandboxes "
                              "shared (harness, fixed at 885b15c)")
+    for pair in carrier_routes.values():
+        flags = [set(_json_after(ln, " only: ").get("flags", [])) for ln in pair]
+        if len(pair) == 2 and {ln.split(" only: ")[0] for ln in pair} == \
+                {"route ifupdown2", "route netcfg"} and flags[0] ^ flags[1] == {"linkdown"}:
+            for line in pair:
+                why.setdefault(line, STP_TIMING + " (no carrier yet: linkdown)")
     for pair in vrr_routes.values():
         if sorted(str(metric) for _, metric in pair) == ["1024", "None"]:
             for line, _ in pair:
@@ -709,7 +799,7 @@ def explained(o: Outcome) -> dict[str, str]:
             proc = subprocess.run(netcfg_argv("render", "-c", str(top)), capture_output=True,
                                   text=True, timeout=120)
             text = proc.stdout if proc.returncode == 0 else text
-    return explain(o.differences, text)
+    return explain(o.differences, text, o.ifupdown2_log or "")
 
 
 def render(outcomes: list[Outcome]) -> str:
@@ -727,8 +817,8 @@ def render(outcomes: list[Outcome]) -> str:
     lines = [DOC_BEGIN, "", "Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
              + f"; takeover disruptive on {disruptive} file(s).", "",
              "`differential.explain` names each difference that is a deliberate one "
-             "(\"Where netcfg differs\", and \"A port's PVID\") or no setting at all; "
-             "the rest are listed as measured.", "",
+             "(\"Where netcfg differs\"), one ifupdown2 itself refused (its logged error), "
+             "or no setting at all; the rest are listed as measured.", "",
              "| file | outcome | exits (ifupdown2 / netcfg apply / query --check) | "
              "takeover: disruptive / additive | differences |", "|---|---|---|---|---|"]
     for o in outcomes:

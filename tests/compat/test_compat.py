@@ -144,3 +144,33 @@ def test_explain_names_deliberate_differences_and_leaves_the_rest():
     why = differential.explain(lines, text)
     assert set(why) == set(lines[:5])
     assert all(w.startswith(("deliberate: ", "not a setting: ")) for w in why.values())
+
+
+def test_explain_takes_ifupdown2s_own_refusals_and_stp_timing():
+    """What ifupdown2 logged it would not do explains the differences about those
+    devices (and only those); STP still converging is no setting."""
+    text = ("auto vmbr0\niface vmbr0\n    bridge-ports eno1\n    bridge-vlan-aware yes\n"
+            "auto z_two\niface z_two\n    bridge-ports ln_two\n    bridge-vlan-aware yes\n"
+            "auto z_one\niface z_one\n    bridge-ports sv_one ln_one\n    bridge-vlan-aware yes\n"
+            "auto br1\niface br1\n    bridge-ports swp1\n    bridge-stp yes\n")
+    log = ("error: ignoring interface z_two. Only one object with attribute "
+           "'bridge-vlan-aware yes' allowed.\n"
+           "error: z_one: vmbr0.10: vlan sub-interface is not supported in a vlan-aware bridge\n")
+    lines = [
+        "link z_two: made by netcfg only (bridge)",
+        "link ln_two info_slave_data.cost: ifupdown2 None, netcfg 2",
+        "link z_two.100: made by netcfg only (vlan)",
+        "bridge vlans ln_one: ifupdown2 [{'vlan': 1}], netcfg [{'vlan': 1}, {'vlan': 2}]",
+        "bridge vlans vmbr0: ifupdown2 [{'vlan': 1}], netcfg [{'vlan': 1}, {'vlan': 10}]",
+        "link br1 info_data.ageing_time: ifupdown2 3000, netcfg 30000",
+        "link swp1 info_slave_data.state: ifupdown2 'forwarding', netcfg 'listening'",
+        "link ln_one mtu: ifupdown2 1500, netcfg 9000",      # not a VLAN: unexplained
+        "link eno1 mtu: ifupdown2 1500, netcfg 9000",        # unexplained
+    ]
+    why = differential.explain(lines, text, log)
+    assert set(why) == set(lines[:7])
+    assert why[lines[0]].startswith("ifupdown2 refused: a second VLAN-aware bridge (z_two")
+    assert "nor VLAN 10 on vmbr0 itself" in why[lines[4]]
+    assert why[lines[5]].startswith("not a setting: STP") and "topology change" in why[lines[5]]
+    assert differential.explain(lines, text) == {
+        lines[5]: why[lines[5]], lines[6]: why[lines[6]]}   # no log, no refusal

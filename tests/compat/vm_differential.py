@@ -410,6 +410,50 @@ def write_doc(outcomes: list[dt.Outcome]) -> None:
     dt.DOC.write_text(head + text + rest.split(DOC_END, 1)[1])
 
 
+def write_doc_rows(outcomes: list[dt.Outcome]) -> None:
+    """A rerun of some files (the whole set takes over an hour): their rows put in
+    place of the table's rows for the same files, and the counts line recounted
+    from every row (a row with a difference left as measured is unexplained)."""
+    fresh, legend = {}, ""
+    for line in dt.render(outcomes).splitlines():
+        if line.startswith("| ") and not line.startswith("| file "):
+            fresh[line.split(" | ", 1)[0][2:]] = line
+        elif line.startswith("`differential.explain`"):
+            legend = line
+    doc = dt.DOC.read_text()
+    if DOC_BEGIN not in doc or DOC_END not in doc:
+        raise SystemExit(f"vm_differential: {dt.DOC} has no {DOC_BEGIN!r} section")
+    head, rest = doc.split(DOC_BEGIN, 1)
+    table, tail = rest.split(DOC_END, 1)
+    lines = [fresh.pop(ln.split(" | ", 1)[0][2:], ln) if ln.startswith("| ")
+             else legend if ln.startswith("`differential.explain`") else ln
+             for ln in table.splitlines()]
+    if fresh:
+        raise SystemExit(f"vm_differential: not in the table: {', '.join(sorted(fresh))}")
+    counts: dict[str, int] = {}
+    disruptive = 0
+    for ln in lines:
+        cells = ln.split(" | ")
+        if not ln.startswith("| ") or cells[0] == "| file" or len(cells) < 5:
+            continue
+        status, reasons = cells[1], cells[4].rstrip(" |").split("<br>")
+        if status == "differs":
+            status += (" (unexplained)" if any(r.startswith(RAW_DIFFERENCE) for r in reasons)
+                       else " (a netcfg bug)" if any(r.startswith("netcfg bug") for r in reasons)
+                       else " (deliberate only)")
+        counts[status] = counts.get(status, 0) + 1
+        disruptive += cells[3].split(" / ")[0].strip().isdigit() and \
+            int(cells[3].split(" / ")[0]) > 0
+    lines = ["Outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+             + f"; takeover disruptive on {disruptive} file(s)." if ln.startswith("Outcomes: ")
+             else ln for ln in lines]
+    dt.DOC.write_text(head + DOC_BEGIN + "\n".join(lines) + "\n" + DOC_END + tail)
+
+
+# How a difference left as measured starts (explained ones read "reason (count)").
+RAW_DIFFERENCE = ("link ", "route ", "sysctl ", "bridge vlans ", "address ", "(and ")
+
+
 def record(outcomes: list, args: argparse.Namespace) -> list[str]:
     """What --update-expectation, --doc and --check ask of a run's outcomes
     (one boot's, or several boots' read back with --from-outcomes); returns
@@ -418,6 +462,8 @@ def record(outcomes: list, args: argparse.Namespace) -> list[str]:
         update_expectation(outcomes)
     if args.doc:
         write_doc(outcomes)
+    if args.doc_rows:
+        write_doc_rows(outcomes)
     bad = regressions(outcomes) if args.check else []
     for line in bad:
         print("vm_differential: " + line, file=sys.stderr)
@@ -438,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="exit 1 when a file changed against expectation.json's VM record")
     ap.add_argument("--update-expectation", action="store_true")
     ap.add_argument("--doc", action="store_true", help="write the table into docs/compat.md")
+    ap.add_argument("--doc-rows", action="store_true",
+                    help="put this run's rows in place of the same files' in docs/compat.md's "
+                         "table, and recount (a rerun of some files)")
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="files run at a time in the guest (default 1; the state each "
                          "compares is its own sandboxes', so only the time changes)")

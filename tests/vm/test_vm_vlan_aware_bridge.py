@@ -21,7 +21,8 @@ from netcfg.apply.execute import apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
 
 # The host: vmbr0 on eno1 (a veth whose other end is the neighbour's eth0),
-# as a Proxmox installer writes it, with the management VLAN added.
+# as a Proxmox installer writes it, with the management VLAN added, and eno2
+# an access port of VLAN 5 (a guest's, untagged).
 HOST = textwrap.dedent("""\
     auto eno1
     iface eno1 inet manual
@@ -29,10 +30,17 @@ HOST = textwrap.dedent("""\
         veth-peer-name eth0
         veth-peer-netns nb
 
+    auto eno2
+    iface eno2 inet manual
+        link-type veth
+        veth-peer-name eth0
+        veth-peer-netns guest
+        bridge-access 5
+
     auto vmbr0
     iface vmbr0 inet static
         address 10.10.1.2/24
-        bridge-ports eno1
+        bridge-ports eno1 eno2
         bridge-stp off
         bridge-fd 0
         bridge-vlan-aware yes
@@ -52,6 +60,12 @@ HOST = textwrap.dedent("""\
     iface eth0.5
         netns nb
         address 10.10.5.1/24
+
+    auto eth0
+    iface eth0
+        netns guest
+        address 10.10.5.3/24
+        address 10.10.1.3/24
     """)
 
 
@@ -81,8 +95,13 @@ def test_untagged_and_management_vlan_reach_the_host(session, tmp_path):
     untagged = "PVID Egress Untagged"
     assert vlan_table("vmbr0") == {1: untagged, 5: ""}
     assert vlan_table("eno1") == {1: untagged, **{vid: "" for vid in range(2, 4095)}}
+    assert vlan_table("eno2") == {5: untagged}   # VLAN 1 it joined with taken away
     assert reachable("nb", "10.10.1.2"), "untagged (VLAN 1) to the bridge's own address"
     assert reachable("nb", "10.10.5.2"), "VLAN 5 to vmbr0.5, through the bridge itself"
+    assert reachable("guest", "10.10.5.2"), "an access port of VLAN 5, untagged, to vmbr0.5"
+    assert reachable("guest", "10.10.5.1"), "the access port to the tagged neighbour"
+    # The guest has an address in VLAN 1's subnet too: only L2 keeps it out.
+    assert not reachable("guest", "10.10.1.2", tries=2), "VLAN 5 must not reach VLAN 1"
     assert apply(model, session).requests == 0   # read back as applied, self VLANs too
 
     # The management VLAN removed from the file: VLAN 5 leaves the bridge too.
