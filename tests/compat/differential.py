@@ -429,11 +429,15 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             why[line] = STP_TIMING
             continue
         m = re.match(r"link (\S+) info_data.ageing_time: ifupdown2 (\d+), netcfg (\d+)$", line)
-        if m and m.group(1) in bridges and "bridge-ageing" not in stanzas[m.group(1)]:
+        if m and m.group(1) in bridges:
             # During a topology change the kernel ages at twice the forward delay
-            # (br_stp.c __br_set_topology_change), in centiseconds here.
-            fd = int(stanzas[m.group(1)].get("bridge-fd", ["15"])[0])
-            if str(2 * fd * 100) in m.groups()[1:]:
+            # (br_stp.c __br_set_topology_change), then goes back to the bridge's
+            # own (written, else 300 s); in centiseconds here.
+            stanza = stanzas[m.group(1)]
+            fd = int(stanza.get("bridge-fd", ["15"])[0])
+            own = int(stanza.get("bridge-ageing", ["300"])[0])
+            if sorted(m.groups()[1:], key=int) == sorted([str(2 * fd * 100), str(own * 100)],
+                                                         key=int):
                 why[line] = STP_TIMING + " (a topology change: ageing at twice the forward delay)"
                 continue
         m = re.match(r"route (ifupdown2|netcfg) only: ", line)
