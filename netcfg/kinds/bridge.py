@@ -26,6 +26,7 @@ STP_FORWARD_DELAY = (2, 30)   # BR_MIN_FORWARD_DELAY, BR_MAX_FORWARD_DELAY in se
 KERNEL_HASH_ELASTICITY = 16   # RHT_ELASTICITY: what the kernel reports whatever is set
 PVE_DISABLE_MAC_LEARNING = "bridge-disable-mac-learning"
 DEFAULT_PVID = "bridge-vlan-default-pvid"
+ALLOW_UNTAGGED = "bridge-allow-untagged"
 
 
 class Bridge(Kind):
@@ -93,6 +94,13 @@ class Bridge(Kind):
                              f"{STP_FORWARD_DELAY[0]}-{STP_FORWARD_DELAY[1]} seconds the kernel "
                              f"allows with bridge-stp yes", FORWARD_DELAY)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
+        if ALLOW_UNTAGGED in obj.attrs:
+            # Unlike bridge-vids/bridge-pvid, not a default for the ports:
+            # ifupdown2 reads it on each port only, so on the bridge it does nothing.
+            report.warning(obj.where(ALLOW_UNTAGGED),
+                           f"{obj.label()}: {ALLOW_UNTAGGED} does nothing on the bridge itself "
+                           f"(ifupdown2 reads it on ports only, and so does netcfg): write it "
+                           f"under each port that should drop untagged frames", ALLOW_UNTAGGED)
         if not vlan_aware:
             for attribute in _VLAN_AWARE_DEFAULTS:
                 if attribute in obj.attrs:

@@ -178,3 +178,21 @@ def test_the_vlan_a_port_joined_with_goes_after_it_joined(tmp_path):
                 for n, batch in enumerate(plan.batches) for op in batch}
     assert batch_of[(VLAN_DEL, "swp5", JOINING)] > batch_of[(MASTER_SET, "swp5", "")]
     assert "- vlan-del swp5 joining vids=1" in plan.to_text()
+
+
+def test_allow_untagged_on_the_bridge_itself_is_said_to_do_nothing(tmp_path):
+    """ifupdown2 reads bridge-allow-untagged on ports only; on the bridge
+    stanza it is no default for them (unlike bridge-vids), so check says so."""
+    result = compiled(tmp_path, """\
+        iface swp1
+        auto br0
+        iface br0
+            bridge-ports swp1
+            bridge-vlan-aware yes
+            bridge-allow-untagged no
+        """)
+    said = [d.format() for d in result.warnings]
+    assert any(f"{tmp_path}/interfaces:6: warning: br0: bridge-allow-untagged does nothing on "
+               f"the bridge itself" in d for d in said), said
+    swp1 = result.model.iface("", "swp1")
+    assert port_vlans(swp1, result.model.iface("", "br0")).pvid == 1   # as ifupdown2
