@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import ipaddress
 import json
 import os
 import re
@@ -313,9 +314,10 @@ VRR_METRIC_BUG = ("netcfg bug: VRR (address-virtual) macvlans without ifupdown2'
 
 # A per-device sysctl difference explained by what the device is alone: (the
 # difference's pattern, the device's role in the file or None for any, the reason).
+FORWARDING_ON_BRIDGE = "deliberate: forwarding on a bridge with an address"
 DEVICE_SYSCTL_RULES = (
     (re.compile(r"sysctl ipv[46]/(\S+)/forwarding: ifupdown2 1, netcfg 0$"), "bridge",
-     "deliberate: forwarding on a bridge with an address"),
+     FORWARDING_ON_BRIDGE),
     (re.compile(r"sysctl ipv6/(\S+-v\d+)/accept_dad: ifupdown2 0, netcfg 1$"), None,
      VRR_METRIC_BUG),
     (re.compile(r"sysctl ipv6/(\S+)/disable_ipv6: ifupdown2 1, netcfg 0$"), "port",
@@ -388,6 +390,34 @@ def _refused(device: str | None, refused: dict[str, str]) -> str | None:
     return refused.get(device) or (refused.get(raw) if raw and vid.isdigit() else None)
 
 
+HWADDRESS_DOWN_BUG = ("ifupdown2 bug: it adds the addresses, then takes the device down to "
+                      "set its hwaddress, and the kernel deletes IPv6 addresses on down (its "
+                      "debug log: 'ip addr add ...', 'ip link set dev X down', 'ip link set dev "
+                      "X address ...')")
+
+
+def _lost_ipv6(line: str, stanzas: dict[str, dict[str, list[str]]]) -> bool:
+    """Whether ``line`` is an IPv6 address (or one of its routes) that netcfg has
+    and ifupdown2 lost to its hwaddress down: a device with a `hwaddress` that is
+    up before its addresses go on (a VRF's slave: enslaving brings it up)."""
+    device = _line_device(line)
+    stanza = stanzas.get(device or "", {})
+    if not (stanza.get("hwaddress") and stanza.get("vrf")) or "netcfg only" not in line:
+        return False
+    networks = [ipaddress.ip_interface(a).network for a in stanza.get("address", []) if ":" in a]
+    if line.startswith("address "):
+        target = line.split()[2].rstrip(":")
+    elif line.startswith("route "):
+        target = _json_after(line, " only: ").get("dst", "")
+    else:
+        return False
+    try:
+        address = ipaddress.ip_interface(target)
+    except ValueError:
+        return False
+    return any(address.ip in net for net in networks)
+
+
 def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> dict[str, str]:
     """Each difference that is one of the deliberate ones (docs/compat.md "Where netcfg
     differs") -> 'deliberate: ' and its name there; one that is no setting of either
@@ -411,6 +441,8 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             why[line] = _refused(device, refused)
         elif device in refused_ports and line.startswith("bridge vlans "):
             why[line] = refused_ports[device]
+        if line not in why and _lost_ipv6(line, stanzas):
+            why[line] = HWADDRESS_DOWN_BUG
     differences = [line for line in differences if line not in why]
     gateways: dict[tuple, list[str]] = {}
     bond_routes: dict[str, list[str]] = {}
@@ -563,6 +595,16 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
         if len(pair) == 2:
             for line in pair:
                 why[line] = "deliberate: default route of `gateway`: protocol"
+    # IPv6 forwarding on gives a device the subnet-router anycast address of each
+    # of its prefixes (addrconf_join_anycast): a consequence of the deliberate one.
+    forwarding = {m.group(1) for line, reason in why.items()
+                  if reason == FORWARDING_ON_BRIDGE
+                  and (m := re.match(r"sysctl ipv6/(\S+)/forwarding", line))}
+    for line in differences:
+        if line.startswith("route ifupdown2 only: ") and line not in why:
+            route = _json_after(line, " only: ")
+            if route.get("type") == "anycast" and route.get("dev") in forwarding:
+                why[line] = FORWARDING_ON_BRIDGE
     return why
 
 

@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 # Per-link keys that are identity, kernel bookkeeping or counters, not configuration.
@@ -69,8 +70,31 @@ def _table_ids() -> dict[str, str]:
     return names
 
 
+# IPv6 DAD: an address stays tentative for a second or more after it is added
+# (longer under TCG), and its local and anycast routes appear only once DAD ends.
+# Each tool's state is read when its apply ends, so without this wait the tool
+# that ends sooner (netcfg, seconds) lacks routes the slower one (ifupdown2,
+# minutes) has. Only addresses that can finish DAD are waited for: on a link
+# with carrier, not already failed.
+DAD_SETTLE_S = 10.0
+
+
+def settle_dad(timeout: float = DAD_SETTLE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pending = [a for link in _json("ip", "-6", "-j", "addr", "show", "tentative")
+                   if "LOWER_UP" in link.get("flags", []) and
+                   "NO-CARRIER" not in link.get("flags", [])
+                   for a in link.get("addr_info", []) if not a.get("dadfailed")]
+        if not pending:
+            return
+        time.sleep(0.2)
+
+
 def read(exclude: list[str] = ()) -> dict:
-    """The state of this network namespace, normalized (names, not indexes)."""
+    """The state of this network namespace, normalized (names, not indexes),
+    once IPv6 DAD has settled (settle_dad)."""
+    settle_dad()
     skip = set(exclude)
     links = {}
     for link in _json("ip", "-d", "-j", "link", "show"):

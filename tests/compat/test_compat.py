@@ -174,3 +174,25 @@ def test_explain_takes_ifupdown2s_own_refusals_and_stp_timing():
     assert why[lines[5]].startswith("not a setting: STP") and "topology change" in why[lines[5]]
     assert differential.explain(lines, text) == {
         lines[5]: why[lines[5]], lines[6]: why[lines[6]]}   # no log, no refusal
+
+
+def test_explain_names_the_ipv6_address_ifupdown2_loses_to_its_hwaddress_down():
+    """A VRF slave with hwaddress: ifupdown2 adds the addresses, then downs the
+    device to set the MAC, which deletes IPv6 ones; netcfg keeps them."""
+    text = ("auto myvnet\niface myvnet\n    address 10.0.0.1/24\n"
+            "    address 2a08:2142:302:3::1/64\n    hwaddress A2:1D:CB:1A:C0:8B\n"
+            "    bridge_ports vxlan_myvnet\n    vrf vrf_myzone\n")
+    lines = [
+        "address myvnet 2a08:2142:302:3::1/64: netcfg only",
+        'route netcfg only: {"dev": "myvnet", "dst": "2a08:2142:302:3::/64", "metric": 256, '
+        '"protocol": "kernel", "table": "1001"}',
+        'route netcfg only: {"dev": "myvnet", "dst": "2a08:2142:302:3::1", "protocol": "kernel", '
+        '"table": "1001", "type": "local"}',
+        'route netcfg only: {"dev": "myvnet", "dst": "2001:db8::1", "protocol": "kernel"}',
+        "address myvnet 10.0.0.1/24: netcfg only",
+    ]
+    why = differential.explain(lines, text)
+    assert set(why) == set(lines[:3])
+    assert all(w.startswith("ifupdown2 bug: ") for w in why.values())
+    without_mac = text.replace("    hwaddress A2:1D:CB:1A:C0:8B\n", "")
+    assert differential.explain(lines, without_mac) == {}
