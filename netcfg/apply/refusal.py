@@ -18,8 +18,8 @@ import errno
 from netcfg.kernel.nl import NetlinkError
 from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
 from netcfg.model.model import ConfigObject, Model
-from netcfg.plan.ops import (ADDR_ADD, LINK_ADD, MASTER_SET, ROUTE_ADD, VLAN_ADD, VNI_ADD,
-                             Operation)
+from netcfg.plan.ops import (ADDR_ADD, LINK_ADD, MASTER_SET, ROUTE_ADD, VLAN_ADD, VLAN_DEL,
+                             VNI_ADD, Operation)
 
 # The attribute whose line asked for an action, where it is not a param name.
 _ASKED_BY = {ADDR_ADD: "address", ROUTE_ADD: "route", VLAN_ADD: "bridge-vids",
@@ -86,4 +86,10 @@ def _hint(op: Operation, failure: NetlinkError) -> str:
         module = _MODULE_OF_KIND.get(str(kind), str(kind))
         return (f"; the running kernel has no {kind} devices: load its module "
                 f"(modprobe {module}) or use a kernel built with it")
+    if op.action in (VLAN_ADD, VLAN_DEL) and failure.errno == errno.EOPNOTSUPP:
+        # A bridge's own VLANs and its ports' go through the bridge's VLAN
+        # filtering: a kernel built without it, or a device that is no Linux
+        # bridge or port of one (an Open vSwitch port of that name), refuses.
+        return ("; the device is not a Linux bridge with VLAN filtering or a port of one, or "
+                "the kernel has no bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING)")
     return ""

@@ -63,8 +63,12 @@ class Bridge(Kind):
         if DEFAULT_PVID in obj.attrs and not obj.attrs.get("bridge-vlan-aware"):
             # Dropped, not sent: a kernel without VLAN filtering ignores it
             # and reads nothing back, which would re-create the bridge on
-            # every apply (the attribute is immutable).
-            warn_not_vlan_aware(obj, DEFAULT_PVID, obj.name, report)
+            # every apply (the attribute is immutable). netcfg's own: no
+            # "as ifupdown2 does" to say, unlike the port VLAN lines.
+            report.warning(obj.where(DEFAULT_PVID),
+                           f"{obj.label()}: {DEFAULT_PVID} does nothing: the bridge is not "
+                           f"VLAN-aware (no bridge-vlan-aware yes); remove the line, or make "
+                           f"the bridge VLAN-aware", DEFAULT_PVID)
             del obj.attrs[DEFAULT_PVID]
 
     def references(self, obj: ConfigObject):

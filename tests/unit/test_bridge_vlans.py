@@ -196,3 +196,35 @@ def test_allow_untagged_on_the_bridge_itself_is_said_to_do_nothing(tmp_path):
                f"the bridge itself" in d for d in said), said
     swp1 = result.model.iface("", "swp1")
     assert port_vlans(swp1, result.model.iface("", "br0")).pvid == 1   # as ifupdown2
+
+
+def test_a_refused_bridge_vlan_says_what_the_kernel_lacks(tmp_path):
+    """vlan-add on a device that is no filtering Linux bridge (a kernel built
+    without VLAN filtering, or an Open vSwitch port named vmbr0) answers
+    EOPNOTSUPP: the message says which, at the config's line."""
+    import errno
+
+    from netcfg.apply.refusal import Refused, explain
+    from netcfg.kernel.nl import NetlinkError
+    from netcfg.netlink.nlmsg import RTM_SETLINK
+
+    model = compiled(tmp_path, PROXMOX_VLAN_AWARE).model
+    own = next(op for op in diff(model, Model()) if op.action == VLAN_ADD and op.name == "vmbr0")
+    message = explain(Refused(own, NetlinkError(errno.EOPNOTSUPP, RTM_SETLINK)), model)
+    assert message.startswith(f"{tmp_path}/interfaces:")
+    assert "vlan-add vids=5 self=yes" in message
+    assert "no bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING)" in message
+
+
+def test_a_default_pvid_on_a_bridge_that_filters_no_vlans_is_dropped_and_said(tmp_path):
+    result = compiled(tmp_path, """\
+        auto br0
+        iface br0
+            bridge-ports none
+            bridge-vlan-default-pvid 0
+        """)
+    said = [w.format() for w in result.warnings]
+    assert said == [f"{tmp_path}/interfaces:4: warning: br0: bridge-vlan-default-pvid does "
+                    f"nothing: the bridge is not VLAN-aware (no bridge-vlan-aware yes); remove "
+                    f"the line, or make the bridge VLAN-aware"], said
+    assert "bridge-vlan-default-pvid" not in result.model.iface("", "br0").attrs
