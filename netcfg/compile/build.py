@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import explain
-from netcfg.compile.values import parse_value
+from netcfg.compile.values import parse_value, value_notes
 from netcfg.kinds import registry
 from netcfg.kinds.common import IPV6_MIN_MTU
 from netcfg.model.errors import Report, did_you_mean
@@ -320,6 +320,9 @@ class _ObjectBuilder:
                 return
             if spec.type != "array":
                 self.scalar_cache[cache_key] = value
+        if spec.syntax:
+            for note in value_notes(spec, raw.value):
+                self.report.warning(raw.loc, f"{obj.label()}: {name}: {note}", name)
         if name in obj.attrs:
             if spec.repeatable:
                 obj.attrs[name] = obj.attrs[name] + value
@@ -375,6 +378,8 @@ class _ObjectBuilder:
             if messages:
                 self.report.error(raw.loc, f"{obj.label()}: {name} {entry}: {messages[0]}", name)
                 return
+            for note in value_notes(spec, text):
+                self.report.warning(raw.loc, f"{obj.label()}: {name} {entry}: {note}", name)
             if port in per_port and per_port[port] != value:
                 self.report.error(raw.loc, f"{obj.label()}: {name} gives {port} two values "
                                   f"({per_port[port]!r}, {value!r})", name)

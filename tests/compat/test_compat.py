@@ -196,3 +196,45 @@ def test_explain_names_the_ipv6_address_ifupdown2_loses_to_its_hwaddress_down():
     assert all(w.startswith("ifupdown2 bug: ") for w in why.values())
     without_mac = text.replace("    hwaddress A2:1D:CB:1A:C0:8B\n", "")
     assert differential.explain(lines, without_mac) == {}
+
+
+def test_explain_names_a_prefix_route_whose_source_is_another_subnets_broadcast():
+    """10.7.192.31/31 beside 10.7.192.30/30 (broadcast .31): the kernel makes the
+    /31's prefix route only if that address came first, so the two tools' order
+    decides it (eni-bridge7_macvlans). Another source, or a route of another
+    type, stays unexplained."""
+    text = ("auto bridge.30\niface bridge.30\n"
+            "    address-virtual 42:38:39:ff:00:30 10.7.192.30/30\n"
+            "auto bridge.31\niface bridge.31\n"
+            "    address-virtual 42:38:39:ff:00:31 10.7.192.31/31\n")
+    lines = [
+        'route netcfg only: {"dev": "bridge-31-v0", "dst": "10.7.192.30/31", "flags": '
+        '["linkdown"], "metric": 1024, "prefsrc": "10.7.192.31", "protocol": "kernel", '
+        '"scope": "link"}',
+        'route netcfg only: {"dev": "bridge-30-v0", "dst": "10.7.192.28/30", "flags": [], '
+        '"metric": 1024, "prefsrc": "10.7.192.30", "protocol": "kernel", "scope": "link"}',
+        'route netcfg only: {"dev": "bridge-31-v0", "dst": "10.7.192.31", "prefsrc": '
+        '"10.7.192.31", "protocol": "kernel", "scope": "host", "table": "local", '
+        '"type": "local"}',
+    ]
+    why = differential.explain(lines, text)
+    assert list(why) == lines[:1]
+    assert why[lines[0]] == differential.SHARED_BROADCAST
+    assert differential.explain(lines, text.replace("10.7.192.30/30", "10.7.192.30/24")) == {}
+
+
+def test_explain_names_the_vlans_ifupdown2_lost_to_a_range_past_4094():
+    """pve-network's `bridge-vids 2-4096`: ifupdown2's `bridge vlan add` fails and the
+    port keeps VLAN 1 only; netcfg sets 2-4094. Only VLANs inside the failed range
+    on the device it named are explained."""
+    log = ("warning: vmbr0: apply bridge settings: cmd '/sbin/bridge -force -batch - "
+           "[vlan add vid 2-4096 dev eth0 ]' failed: returned 1 (Invalid VLAN range "
+           "\"2-4096\"\nCommand failed -:1\n)\n")
+    one = "{'vlan': 1, 'flags': ['PVID', 'Egress Untagged']}"
+    lines = [
+        f"bridge vlans eth0: ifupdown2 [{one}], netcfg [{one}, {{'vlan': 2}}, {{'vlan': 4094}}]",
+        f"bridge vlans eth1: ifupdown2 [{one}], netcfg [{one}, {{'vlan': 2}}]",
+    ]
+    why = differential.explain(lines, "", log)
+    assert why == {lines[0]: differential.VIDS_PAST_4094}
+    assert differential.explain(lines, "") == {}

@@ -412,8 +412,9 @@ def write_doc(outcomes: list[dt.Outcome]) -> None:
 
 def write_doc_rows(outcomes: list[dt.Outcome]) -> None:
     """A rerun of some files (the whole set takes over an hour): their rows put in
-    place of the table's rows for the same files, and the counts line recounted
-    from every row (a row with a difference left as measured is unexplained)."""
+    place of the table's rows for the same files (a file new to the tier gets a
+    row in name order), and the counts line recounted from every row (a row with
+    a difference left as measured is unexplained)."""
     fresh, legend = {}, ""
     for line in dt.render(outcomes).splitlines():
         if line.startswith("| ") and not line.startswith("| file "):
@@ -428,8 +429,14 @@ def write_doc_rows(outcomes: list[dt.Outcome]) -> None:
     lines = [fresh.pop(ln.split(" | ", 1)[0][2:], ln) if ln.startswith("| ")
              else legend if ln.startswith("`differential.explain`") else ln
              for ln in table.splitlines()]
-    if fresh:
-        raise SystemExit(f"vm_differential: not in the table: {', '.join(sorted(fresh))}")
+    # Files the table has no row for yet (newly accepted ones): in file order.
+    rows = [i for i, ln in enumerate(lines) if ln.startswith("| ") and
+            not ln.startswith("| file ") and not ln.startswith("|---")]
+    for name, row in sorted(fresh.items()):
+        after = [i for i in rows if lines[i].split(" | ", 1)[0][2:] < name]
+        at = (after[-1] + 1) if after else rows[0] if rows else len(lines)
+        lines.insert(at, row)
+        rows = [i + (i >= at) for i in rows] + [at]
     counts: dict[str, int] = {}
     disruptive = 0
     for ln in lines:

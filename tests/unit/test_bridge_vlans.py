@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import copy
 
+import pytest
+
 from builders import compiled
 
+from netcfg.model.errors import ConfigInvalid
 from netcfg.model.model import Model
 from netcfg.plan.diff import diff
 from netcfg.plan.ops import LINK_ADD, VLAN_ADD, VLAN_DEL
@@ -228,3 +231,29 @@ def test_a_default_pvid_on_a_bridge_that_filters_no_vlans_is_dropped_and_said(tm
                     f"nothing: the bridge is not VLAN-aware (no bridge-vlan-aware yes); remove "
                     f"the line, or make the bridge VLAN-aware"], said
     assert "bridge-vlan-default-pvid" not in result.model.iface("", "br0").attrs
+
+
+def test_a_range_ending_at_4096_is_taken_to_4094_and_said_at_its_line(tmp_path):
+    """pve-network's tests write `bridge-vids 2-4096` for "every VLAN". The
+    ids end at 4094 (4095 is reserved; 4096 is their count), so netcfg sets
+    2-4094 and warns at the line (ifupdown2 sets none of that range); on the
+    bridge and in the per-port form alike."""
+    result = compiled(tmp_path, PROXMOX_VLAN_AWARE.replace(
+        "bridge-vids 2-4094", "bridge-vids 2-4096").replace(
+        "bridge-ports eno1", "bridge-ports eno1 eno2")
+        + "    iface eno2 inet manual\n        bridge-vids 10 20-4095\n")
+    said = [(w.loc.line, w.attribute, w.message) for w in result.warnings]
+    assert [(line, attribute) for line, attribute, _ in said] == [
+        (18, "bridge-vids"), (20, "bridge-vids")]
+    assert "'2-4096' runs past 4094" in said[0][2] and "netcfg sets 2-4094" in said[0][2]
+    assert "'20-4095' runs past 4094" in said[1][2]
+    assert result.model.interfaces[("", "vmbr0")].attrs["bridge-vids"] == ["2-4094"]
+    assert result.model.interfaces[("", "eno2")].attrs["bridge-vids"] == ["10", "20-4094"]
+
+
+@pytest.mark.parametrize("vids", ["4095", "4095-4096", "2-4097", "0-100"])
+def test_a_range_that_is_not_a_slip_for_4094_is_refused(tmp_path, vids):
+    with pytest.raises(ConfigInvalid) as refused:
+        compiled(tmp_path, PROXMOX_VLAN_AWARE.replace("bridge-vids 2-4094",
+                                                      f"bridge-vids {vids}"))
+    assert f"bridge-vids: VLAN id '{vids}' is out of range 1-4094" in str(refused.value)
