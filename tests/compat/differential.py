@@ -64,6 +64,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+import dhcp_peer  # noqa: E402  (tests/compat/dhcp_peer.py: a DHCP server for `inet dhcp`)
 import readwith  # noqa: E402  (tests/compat/readwith.py: each file as its host reads it)
 import state as kstate  # noqa: E402  (tests/compat/state.py: read back and normalize)
 
@@ -793,6 +794,9 @@ def inner(spec_path: str, run=run_command) -> int:
     _sh("mount", "-t", "sysfs", "none", "/sys")
     for d in ("/run", "/var/tmp"):
         _sh("mount", "-t", "tmpfs", "-o", "mode=0755", "compat", d)
+    scratch = "/run/compat"
+    os.makedirs(scratch)
+    dhcp_peer.private_client_files(scratch)     # before any other mount under /etc
     if os.path.isdir(VRF_MAP_DIR):
         # ifupdown2's vrf addon (re)writes its table map there on every run: it
         # stays in the sandbox, not in the host's /etc.
@@ -801,6 +805,26 @@ def inner(spec_path: str, run=run_command) -> int:
         os.makedirs(d)
     _sh("ip", "link", "set", "lo", "up")
     _make_ports(spec["ports"])
+    leasing = dhcp_peer.dhcp_interfaces(_text_with_sources(Path(spec["file"])))
+    server = dhcp_peer.Server(spec["ports"], scratch) if leasing and spec["ports"] else None
+    try:
+        return _inner_run(spec, run, leasing)
+    finally:
+        dhcp_peer.stop_clients()
+        if server is not None:
+            server.stop()
+
+
+def _text_with_sources(path: Path) -> str:
+    """The file's text and that of the files it sources by absolute path (readwith's
+    top file for a Proxmox SDN file), enough to find its `inet dhcp` stanzas."""
+    text = path.read_text()
+    sourced = [Path(w[1]) for w in (ln.split() for ln in text.splitlines())
+               if len(w) == 2 and w[0] == "source" and w[1].startswith("/")]
+    return text + "".join(p.read_text() for p in sourced if p.is_file())
+
+
+def _inner_run(spec: dict, run, leasing: list[str]) -> int:
     env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": "/root"}
     if spec["tool"] == "ifupdown2":
         argv = _prepare_ifupdown2(spec)
@@ -814,7 +838,10 @@ def inner(spec_path: str, run=run_command) -> int:
         proc = _run_ifupdown2(argv, env, run, Path(spec["file"]).read_text())
     else:
         proc = run(argv, env, TIMEOUT - 30)
-    result = {"rc": proc.returncode, "log": proc.stdout + proc.stderr,
+    unleased = dhcp_peer.wait_for_leases(leasing)
+    result = {"rc": proc.returncode, "log": proc.stdout + proc.stderr
+              + (f"\n(harness: no lease on {', '.join(unleased)} after "
+                 f"{dhcp_peer.LEASE_WAIT_S} s)" if unleased else ""),
               "seconds": round(time.monotonic() - start, 2),
               "state": kstate.read(exclude=[f"cmp{i}" for i in range(1, len(spec["ports"]) + 1)]),
               # What /sys shows here: the sandbox's devices, if the remount worked.
