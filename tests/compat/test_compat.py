@@ -55,7 +55,7 @@ def _differential_cases():
         if rec["status"] not in ("same", "differs"):
             continue
         marks = [] if FULL or not rec.get("slow") else \
-            [pytest.mark.skip(reason="slow (DHCP wait): make test-compat runs it")]
+            [pytest.mark.skip(reason="slow (over differential.SLOW_S s): make test-compat runs it")]
         yield pytest.param(name, rec, id=name, marks=marks)
 
 
@@ -94,6 +94,42 @@ def test_sandbox_is_private_and_its_sys_shows_its_own_devices(host_kinds):
     assert result["sys_class_net"] == ["cmp1", "eth0", "lo"]
     assert set(result["state"]["links"]) == {"eth0", "lo"}
     assert result["state"]["links"]["eth0"]["address"] == "02:cc:00:00:00:01"
+
+
+@pytest.mark.parametrize("tool", ["ifupdown2", "netcfg"])
+def test_inet_dhcp_is_answered_and_its_files_stay_in_the_sandbox(tool, host_kinds):
+    """The harness's DHCP peer (dhcp_peer.py): each tool's client leases port 1's
+    address from 198.18.1.0/24 with its router as the default route, so `same`
+    on an `inet dhcp` file compares a lease; the client writes nothing in the
+    host's /var/lib/dhcp and is gone with the sandbox."""
+    lease_dir = Path("/var/lib/dhcp")
+    before = sorted(os.listdir(lease_dir)) if lease_dir.is_dir() else None
+    path = HERE / "corpus" / "cumulus-demos" / "evpn-spine01.interfaces"
+    ports = differential.physical_ports(differential.netcfg_plan(path))
+    result = differential.sandbox(tool, path, ports, takeover=False)
+    assert result["rc"] == 0, result["log"]
+    leased = [a["local"] for a in result["state"]["addresses"].get("eth0", [])
+              if a["family"] == "inet"]
+    assert len(leased) == 1 and leased[0].startswith("198.18.1."), result["log"]
+    assert {"dst": "default", "gateway": "198.18.1.1", "dev": "eth0", "flags": []} in \
+        result["state"]["routes"]
+    assert (sorted(os.listdir(lease_dir)) if lease_dir.is_dir() else None) == before
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and
+                _comm(p) == "dhclient" and _netns(p) == result["netns"]]
+
+
+def _comm(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _netns(pid: str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
 
 
 # ---- the VM tier (tests/compat/vm_differential.py; `make test-compat-vm`) -------------------
