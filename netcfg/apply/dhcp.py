@@ -23,6 +23,14 @@ What is running is read from the pid files (never from memory), so a later
 `netcfg apply`, `netcfg down` or netcfgd finds the clients an earlier run
 started: a second apply starts nothing, and an interface that is no longer
 `dhcp` (or is gone) has its client stopped before any address is written.
+
+Taking over from ifupdown or ifupdown2: they leave the interface's dhclient
+running, its pid in /run/dhclient.IFACE.pid (dhclient6.IFACE.pid for
+IPv6). A second client on the same interface would renew the same lease in
+parallel and, stopped, flush the addresses the other holds; and stopping
+theirs to start netcfg's would flush them too (dhclient-script's STOP).
+So netcfg adopts that client: its pid goes into netcfg's pid file, and from
+then on it is netcfg's to keep or stop, like one netcfg started.
 """
 
 from __future__ import annotations
@@ -41,6 +49,9 @@ from netcfg.plan.addresses import dhcp_owned
 from netcfg.plan.diff import is_up
 
 NETNS_ETC = "/etc/netns"
+# Where ifupdown and ifupdown2 have dhclient write its pid file
+# (ifupdownaddons/dhclient.py: /run/dhclient.IFACE.pid, /run/dhclient6.IFACE.pid).
+IFUPDOWN_RUN_DIR = "/run"
 
 
 class DhcpError(NetcfgError):
@@ -131,6 +142,11 @@ class DhcpClients:
 
     def start(self, lease: Lease) -> str:
         os.makedirs(os.path.dirname(self._path(lease, "pid")), mode=0o700, exist_ok=True)
+        theirs = ifupdown_client(lease)
+        if theirs is not None:
+            with open(self._path(lease, "pid"), "w") as f:
+                f.write(f"{theirs}\n")
+            return f"adopted {lease.describe()}: the dhclient ifupdown started (pid {theirs})"
         argv = self._client_argv(lease)
         if lease.netns:
             self._own_resolv_conf(lease.netns)
@@ -192,6 +208,29 @@ class DhcpClients:
             detail = (result.stderr or result.stdout).strip().splitlines()
             raise DhcpError(f"{failure}: {argv[0]} exited {result.returncode}"
                             + (f": {detail[-1]}" if detail else ""))
+
+
+def ifupdown_client(lease: Lease) -> int | None:
+    """The pid of the dhclient ifupdown(2) left serving ``lease``: named by its
+    pid file, alive, a dhclient of that interface and family, in the lease's
+    namespace (a pid file can outlive its process, and /run is shared by
+    every namespace)."""
+    name = f"dhclient{'6' if lease.family == '6' else ''}.{lease.iface}.pid"
+    try:
+        with open(os.path.join(IFUPDOWN_RUN_DIR, name)) as f:
+            pid = int(f.read().split()[0])
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        theirs = os.stat(f"/proc/{pid}/ns/net").st_ino
+        ours = os.stat(os.path.join("/run/netns", lease.netns) if lease.netns
+                       else "/proc/self/ns/net").st_ino
+    except (OSError, ValueError, IndexError):
+        return None
+    if not os.path.basename(argv[0]).startswith(b"dhclient") or \
+            lease.iface.encode() not in argv or (b"-6" in argv) != (lease.family == "6") \
+            or theirs != ours:
+        return None
+    return pid
 
 
 def _kill(pid: int) -> None:

@@ -151,3 +151,45 @@ def test_down_stops_the_client(session, tmp_path, private_etc, run_dir):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_the_client_ifupdown_left_is_adopted_not_doubled(session, tmp_path, private_etc,
+                                                         run_dir, monkeypatch):
+    """Taking over a host ifupdown2 configured: its dhclient for c0 keeps running
+    (pid in /run/dhclient.c0.pid). netcfg adopts it instead of starting a second
+    client on the interface, keeps the lease as it is, and stops it as its own."""
+    monkeypatch.setattr(dhcp, "IFUPDOWN_RUN_DIR", str(tmp_path))
+    apply(model(tmp_path, "inet manual"), session)
+    server = start_dnsmasq(tmp_path)
+    try:
+        # What ifupdown2's dhcp addon runs (ifupdownaddons/dhclient.py start()).
+        subprocess.run(["ip", "netns", "exec", "cli", "dhclient", "-pf",
+                        f"{tmp_path}/dhclient.c0.pid", "-lf", f"{tmp_path}/dhclient.c0.leases",
+                        "c0"], check=True, capture_output=True, timeout=60)
+        leased = wait_for_lease()
+        theirs = int((tmp_path / "dhclient.c0.pid").read_text())
+        desired = model(tmp_path, "inet dhcp")
+        taken = apply(desired, session)
+        assert taken.verified and taken.requests == 0
+        assert taken.dhcp == [f"adopted dhcp client for c0 in netns cli: the dhclient "
+                              f"ifupdown started (pid {theirs})"]
+        assert _dhclients_of("c0") == [theirs] and client_addresses() == [leased]
+        assert apply(desired, session).dhcp == []
+        assert down(desired, session, namespaces=["cli"]).dhcp == [
+            "stopped dhcp client for c0 in netns cli"]
+        assert _dhclients_of("c0") == []
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _dhclients_of(iface: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if os.path.basename(argv[0]) == b"dhclient" and iface.encode() in argv:
+            found.append(int(pid))
+    return sorted(found)
