@@ -243,6 +243,8 @@ def _run_top(name: str, path: Path, text: str, kinds: set[str] | None, plan_of,
     if ifu.get("takeover_error"):
         out.takeover_disruptive.append("netcfg apply (takeover) failed: "
                                        + ifu["takeover_error"][-300:])
+    out.takeover_disruptive += [f"{line} beside ifupdown2's"
+                                for line in ifu.get("takeover_dhcp_started", [])]
     return out
 
 
@@ -863,6 +865,10 @@ def _inner_run(spec: dict, run, leasing: list[str]) -> int:
         if real.returncode != 0:
             result["takeover_error"] = (f"exit {real.returncode}: "
                                         + (real.stdout + real.stderr)[-300:])
+        # A DHCP client started beside the one ifupdown2 left on the interface
+        # (netcfg adopts that one): two clients renewing one lease.
+        result["takeover_dhcp_started"] = re.findall(r"started dhcp6? client for \S+",
+                                                     real.stdout)
     Path(spec["work"], "result.json").write_text(json.dumps(result))
     return 0
 
