@@ -338,6 +338,23 @@ def _device_sysctl_reason(line: str, roles: dict[str, set[str]]) -> str | None:
 
 STP_PORT_STATES = frozenset({"disabled", "listening", "learning", "forwarding", "blocking"})
 STP_TIMING = "not a setting: STP still converging when read (ifupdown2 read minutes later)"
+# A port's path cost nobody wrote is the kernel's, from the port's speed when its
+# carrier last changed (br_port_carrier_check); a VLAN of a bridge takes the bridge's
+# speed, none (cost 100) while that bridge has no carrier yet. Caught with `ip
+# monitor` in the VM (qinq-bridge_notagvnet-sdn, netcfg, 1 run in 9): z_myzone.100
+# came up while z_myzone was still NO-CARRIER, and its carrier never changed again.
+AUTO_COST_TIMING = ("not a setting: the kernel's automatic path cost, from the port's "
+                    "speed when its carrier came up: a VLAN of a bridge that had no "
+                    "carrier yet has none (cost 100)")
+
+
+def _vlan_lower(name: str, stanzas: dict[str, dict[str, list[str]]]) -> str | None:
+    """The device NAME is a VLAN of (`vlan-raw-device`, or the dotted name's stem)."""
+    raw = stanzas.get(name, {}).get("vlan-raw-device")
+    if raw:
+        return raw[0]
+    stem, dot, vid = name.rpartition(".")
+    return stem if dot and vid.isdigit() else None
 
 
 def _line_device(line: str) -> str | None:
@@ -522,6 +539,14 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
         m = re.match(r"link (\S+) info_slave_data.state: ifupdown2 '(\w+)', netcfg '(\w+)'$", line)
         if m and {m.group(2), m.group(3)} <= STP_PORT_STATES:
             why[line] = STP_TIMING
+            continue
+        m = re.match(r"link (\S+) info_slave_data.cost: ifupdown2 (\d+), netcfg (\d+)$", line)
+        if m and "100" in m.groups()[1:] and m.group(2) != m.group(3) and \
+                _vlan_lower(m.group(1), stanzas) in bridges and \
+                not any(m.group(1) in " ".join(a.get("bridge-pathcosts", []))
+                        for a in stanzas.values()) and \
+                "bridge-pathcosts" not in stanzas.get(m.group(1), {}):
+            why[line] = AUTO_COST_TIMING
             continue
         m = re.match(r"link (\S+) info_data.ageing_time: ifupdown2 (\d+), netcfg (\d+)$", line)
         if m and m.group(1) in bridges:

@@ -274,3 +274,16 @@ def test_explain_names_the_vlans_ifupdown2_lost_to_a_range_past_4094():
     why = differential.explain(lines, "", log)
     assert why == {lines[0]: differential.VIDS_PAST_4094}
     assert differential.explain(lines, "") == {}
+
+
+def test_explain_names_the_automatic_path_cost_of_a_vlan_of_a_bridge():
+    """A VLAN of a bridge as another bridge's port: its cost is the kernel's, from
+    the lower bridge's speed when the VLAN's carrier came up (100 when it had none
+    yet); a cost the file writes, or a port that is no such VLAN, stays unexplained."""
+    text = ("auto z_myzone\niface z_myzone\n    bridge-ports ln_myzone\n"
+            "auto myvnet\niface myvnet\n    bridge-ports z_myzone.100 eth9\n")
+    lines = ["link z_myzone.100 info_slave_data.cost: ifupdown2 2, netcfg 100",
+             "link eth9 info_slave_data.cost: ifupdown2 2, netcfg 100"]
+    assert differential.explain(lines, text) == {lines[0]: differential.AUTO_COST_TIMING}
+    written = text + "    bridge-pathcosts z_myzone.100=100\n"
+    assert differential.explain(lines, written) == {}
