@@ -27,6 +27,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import differential  # noqa: E402
+import explain  # noqa: E402
 import table  # noqa: E402
 
 EXPECTATION = json.loads((HERE / "expectation.json").read_text())
@@ -162,7 +163,7 @@ def test_vm_subset_is_recorded():
 
 
 def test_explain_names_deliberate_differences_and_leaves_the_rest():
-    """differential.explain: what the doc tables count as explained (pure, no root)."""
+    """explain.explain: what the doc tables count as explained (pure, no root)."""
     text = ("auto br0\niface br0\n    bridge-ports eth0 bond0\n    address 10.0.0.1/24\n"
             "    gateway 10.0.0.254\nauto eth1\niface eth1\n    bond-master bond0\n"
             "auto bond0\niface bond0\n    bond-slaves none\n")
@@ -177,7 +178,7 @@ def test_explain_names_deliberate_differences_and_leaves_the_rest():
         "sysctl ipv6/eth9/disable_ipv6: ifupdown2 1, netcfg 0",     # not a port: unexplained
         "link br0 mtu: ifupdown2 9000, netcfg 1500",                  # unexplained
     ]
-    why = differential.explain(lines, text)
+    why = explain.explain(lines, text)
     assert set(why) == set(lines[:5])
     assert all(w.startswith(("deliberate: ", "not a setting: ")) for w in why.values())
 
@@ -203,12 +204,12 @@ def test_explain_takes_ifupdown2s_own_refusals_and_stp_timing():
         "link ln_one mtu: ifupdown2 1500, netcfg 9000",      # not a VLAN: unexplained
         "link eno1 mtu: ifupdown2 1500, netcfg 9000",        # unexplained
     ]
-    why = differential.explain(lines, text, log)
+    why = explain.explain(lines, text, log)
     assert set(why) == set(lines[:7])
     assert why[lines[0]].startswith("ifupdown2 refused: a second VLAN-aware bridge (z_two")
     assert "nor VLAN 10 on vmbr0 itself" in why[lines[4]]
     assert why[lines[5]].startswith("not a setting: STP") and "topology change" in why[lines[5]]
-    assert differential.explain(lines, text) == {
+    assert explain.explain(lines, text) == {
         lines[5]: why[lines[5]], lines[6]: why[lines[6]]}   # no log, no refusal
 
 
@@ -227,11 +228,11 @@ def test_explain_names_the_ipv6_address_ifupdown2_loses_to_its_hwaddress_down():
         'route netcfg only: {"dev": "myvnet", "dst": "2001:db8::1", "protocol": "kernel"}',
         "address myvnet 10.0.0.1/24: netcfg only",
     ]
-    why = differential.explain(lines, text)
+    why = explain.explain(lines, text)
     assert set(why) == set(lines[:3])
     assert all(w.startswith("ifupdown2 bug: ") for w in why.values())
     without_mac = text.replace("    hwaddress A2:1D:CB:1A:C0:8B\n", "")
-    assert differential.explain(lines, without_mac) == {}
+    assert explain.explain(lines, without_mac) == {}
 
 
 def test_explain_names_a_prefix_route_whose_source_is_another_subnets_broadcast():
@@ -253,10 +254,10 @@ def test_explain_names_a_prefix_route_whose_source_is_another_subnets_broadcast(
         '"10.7.192.31", "protocol": "kernel", "scope": "host", "table": "local", '
         '"type": "local"}',
     ]
-    why = differential.explain(lines, text)
+    why = explain.explain(lines, text)
     assert list(why) == lines[:1]
-    assert why[lines[0]] == differential.SHARED_BROADCAST
-    assert differential.explain(lines, text.replace("10.7.192.30/30", "10.7.192.30/24")) == {}
+    assert why[lines[0]] == explain.SHARED_BROADCAST
+    assert explain.explain(lines, text.replace("10.7.192.30/30", "10.7.192.30/24")) == {}
 
 
 def test_explain_names_the_vlans_ifupdown2_lost_to_a_range_past_4094():
@@ -271,9 +272,9 @@ def test_explain_names_the_vlans_ifupdown2_lost_to_a_range_past_4094():
         f"bridge vlans eth0: ifupdown2 [{one}], netcfg [{one}, {{'vlan': 2}}, {{'vlan': 4094}}]",
         f"bridge vlans eth1: ifupdown2 [{one}], netcfg [{one}, {{'vlan': 2}}]",
     ]
-    why = differential.explain(lines, "", log)
-    assert why == {lines[0]: differential.VIDS_PAST_4094}
-    assert differential.explain(lines, "") == {}
+    why = explain.explain(lines, "", log)
+    assert why == {lines[0]: explain.VIDS_PAST_4094}
+    assert explain.explain(lines, "") == {}
 
 
 def test_explain_names_the_automatic_path_cost_of_a_vlan_of_a_bridge():
@@ -284,6 +285,6 @@ def test_explain_names_the_automatic_path_cost_of_a_vlan_of_a_bridge():
             "auto myvnet\niface myvnet\n    bridge-ports z_myzone.100 eth9\n")
     lines = ["link z_myzone.100 info_slave_data.cost: ifupdown2 2, netcfg 100",
              "link eth9 info_slave_data.cost: ifupdown2 2, netcfg 100"]
-    assert differential.explain(lines, text) == {lines[0]: differential.AUTO_COST_TIMING}
+    assert explain.explain(lines, text) == {lines[0]: explain.AUTO_COST_TIMING}
     written = text + "    bridge-pathcosts z_myzone.100=100\n"
-    assert differential.explain(lines, written) == {}
+    assert explain.explain(lines, written) == {}

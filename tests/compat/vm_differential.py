@@ -419,7 +419,7 @@ def write_doc_rows(outcomes: list[dt.Outcome]) -> None:
     for line in dt.render(outcomes).splitlines():
         if line.startswith("| ") and not line.startswith("| file "):
             fresh[line.split(" | ", 1)[0][2:]] = line
-        elif line.startswith("`differential.explain`"):
+        elif line.startswith("`explain.explain`"):
             legend = line
     doc = dt.DOC.read_text()
     if DOC_BEGIN not in doc or DOC_END not in doc:
@@ -427,7 +427,7 @@ def write_doc_rows(outcomes: list[dt.Outcome]) -> None:
     head, rest = doc.split(DOC_BEGIN, 1)
     table, tail = rest.split(DOC_END, 1)
     lines = [fresh.pop(ln.split(" | ", 1)[0][2:], ln) if ln.startswith("| ")
-             else legend if ln.startswith("`differential.explain`") else ln
+             else legend if ln.startswith("`explain.explain`") else ln
              for ln in table.splitlines()]
     # Files the table has no row for yet (newly accepted ones): in file order.
     rows = [i for i, ln in enumerate(lines) if ln.startswith("| ") and
