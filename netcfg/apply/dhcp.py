@@ -123,14 +123,8 @@ class DhcpClients:
     def _pid(self, lease: Lease) -> int | None:
         """The client's pid if it is alive and still a DHCP client (a pid
         file can outlive its process and the pid be reused)."""
-        try:
-            with open(self._path(lease, "pid")) as f:
-                pid = int(f.read().split()[0])
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            return None
-        return pid if lease.iface.encode() in argv else None
+        found = _client_of(self._path(lease, "pid"), lease.iface)
+        return found[0] if found else None
 
     # ------------------------------------------------------------------ changes
 
@@ -216,21 +210,33 @@ def ifupdown_client(lease: Lease) -> int | None:
     namespace (a pid file can outlive its process, and /run is shared by
     every namespace)."""
     name = f"dhclient{'6' if lease.family == '6' else ''}.{lease.iface}.pid"
+    found = _client_of(os.path.join(IFUPDOWN_RUN_DIR, name), lease.iface)
+    if found is None:
+        return None
+    pid, argv = found
     try:
-        with open(os.path.join(IFUPDOWN_RUN_DIR, name)) as f:
-            pid = int(f.read().split()[0])
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read().split(b"\0")
         theirs = os.stat(f"/proc/{pid}/ns/net").st_ino
         ours = os.stat(os.path.join("/run/netns", lease.netns) if lease.netns
                        else "/proc/self/ns/net").st_ino
-    except (OSError, ValueError, IndexError):
+    except OSError:
         return None
     if not os.path.basename(argv[0]).startswith(b"dhclient") or \
-            lease.iface.encode() not in argv or (b"-6" in argv) != (lease.family == "6") \
-            or theirs != ours:
+            (b"-6" in argv) != (lease.family == "6") or theirs != ours:
         return None
     return pid
+
+
+def _client_of(pid_file: str, iface: str) -> tuple[int, list[bytes]] | None:
+    """The pid ``pid_file`` names and its argv, if that process is alive and
+    has ``iface`` among its arguments."""
+    try:
+        with open(pid_file) as f:
+            pid = int(f.read().split()[0])
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return None
+    return (pid, argv) if iface.encode() in argv else None
 
 
 def _kill(pid: int) -> None:

@@ -154,13 +154,17 @@ def port_vlans(port: ConfigObject, bridge: ConfigObject | None) -> PortVlans:
     attrs = port.attrs
     access = attrs.get(PORT_ACCESS)
     if access is not None:
-        return PortVlans(((access, access),), access, ((access, access),))
+        return _carrying((), access)
     vids = intervals(attrs.get(PORT_VIDS, bridge.attrs.get(PORT_VIDS)))
     pvid = None
     if attrs.get(ALLOW_UNTAGGED, True):
         pvid = attrs.get(PORT_PVID, bridge.attrs.get(PORT_PVID)) or default_pvid(bridge)
-    vids = merge([*vids, *_map_side(port, 0), *one(pvid)])
-    return PortVlans(tuple(vids), pvid, tuple(one(pvid)))
+    return _carrying([*vids, *_map_side(port, 0)], pvid)
+
+
+def _carrying(tagged: Iterable[Interval], pvid: int | None) -> PortVlans:
+    """VLANs ``tagged`` and, if any, ``pvid`` as the PVID, sent untagged."""
+    return PortVlans(tuple(merge([*tagged, *one(pvid)])), pvid, tuple(one(pvid)))
 
 
 def default_pvid(bridge: ConfigObject) -> int | None:
@@ -177,17 +181,12 @@ def bridge_own_vlans(bridge: ConfigObject, uppers: Iterable[int]) -> PortVlans:
     PVID and untagged flags away, as the kernel replaces flags on add)."""
     pvid = default_pvid(bridge)
     tagged = set(uppers)
-    if pvid in tagged:
-        pvid = None
-    vids = merge([*((v, v) for v in tagged), *one(pvid)])
-    return PortVlans(tuple(vids), pvid, tuple(one(pvid)))
+    return _carrying(((v, v) for v in tagged), None if pvid in tagged else pvid)
 
 
 def own_vlans_read(attrs: dict[str, Any]) -> PortVlans:
     """A bridge's own VLANs as read back (kernel/read.py, spelled as a port's)."""
-    pvid = attrs.get(PORT_PVID)
-    vids = merge([*intervals(attrs.get(PORT_VIDS)), *one(pvid)])
-    return PortVlans(tuple(vids), pvid, tuple(one(pvid)))
+    return _carrying(intervals(attrs.get(PORT_VIDS)), attrs.get(PORT_PVID))
 
 
 def joined_vlans(bridge: ConfigObject | None) -> PortVlans:
@@ -195,8 +194,7 @@ def joined_vlans(bridge: ConfigObject | None) -> PortVlans:
     bridge's default PVID, untagged), before netcfg sets its VLANs."""
     if bridge is None or not bridge.attrs.get(VLAN_AWARE):
         return NO_VLANS
-    pvid = default_pvid(bridge)
-    return PortVlans(tuple(one(pvid)), pvid, tuple(one(pvid)))
+    return _carrying((), default_pvid(bridge))
 
 
 def vnis(obj: ConfigObject) -> list[Interval]:

@@ -130,16 +130,26 @@ def _leased(name: str) -> bool:
                for a in link.get("addr_info", []))
 
 
-def stop_clients() -> None:
-    """Every DHCP client in this sandbox's namespace: none outlives it."""
-    mine = os.stat("/proc/self/ns/net").st_ino
+def clients_in(netns_inode: int) -> list[int]:
+    """The DHCP clients (dhclient, dhcpcd) running in the network namespace
+    whose inode is ``netns_inode``."""
+    found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() not in ("dhclient", "dhcpcd"):
-                continue
-            if os.stat(f"/proc/{pid}/ns/net").st_ino == mine:
-                os.kill(int(pid), 15)
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            if Path(f"/proc/{pid}/comm").read_text().strip() in ("dhclient", "dhcpcd") and \
+                    os.stat(f"/proc/{pid}/ns/net").st_ino == netns_inode:
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def stop_clients() -> None:
+    """Every DHCP client in this sandbox's namespace: none outlives it."""
+    for pid in clients_in(os.stat("/proc/self/ns/net").st_ino):
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
             continue
 
 
