@@ -125,7 +125,7 @@ def _daemon_source(args: argparse.Namespace) -> dict[str, Any]:
     return {"path": path, "variables": source.variables, "stdin_text": source.stdin_text}
 
 
-def _ask(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict[str, Any]:
+def ask_daemon(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict[str, Any]:
     """One request to the daemon; progress lines go to ``progress``. A config
     error is printed as the CLI prints its own (FILE:LINE: ...)."""
     from netcfg.cli.client import DaemonError, DaemonGone
@@ -220,7 +220,7 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
     with _hangup_detaches(confirming):
         with guard:
             try:
-                answer = _ask(daemon, "apply", progress, source=_daemon_source(args),
+                answer = ask_daemon(daemon, "apply", progress, source=_daemon_source(args),
                               dry_run=args.dry_run, json=args.json, lower=args.lower,
                               interfaces=args.interfaces, netns=args.netns,
                               confirm=args.confirm)
@@ -304,7 +304,7 @@ def _trial_request(command: str, **fields: Any) -> dict[str, Any]:
     if daemon is None:
         raise _daemon_gone()
     try:
-        return _ask(daemon, command, **fields)["trial"]
+        return ask_daemon(daemon, command, **fields)["trial"]
     except (OSError, NetcfgError):
         raise _daemon_gone() from None
 
@@ -372,7 +372,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
     daemon = _daemon()
     if daemon is not None:
-        trial = _ask(daemon, "confirm")["trial"]
+        trial = ask_daemon(daemon, "confirm")["trial"]
         if trial is not None:
             print(f"confirmed: the apply of pid {trial['client_pid']} keeps its changes "
                   f"(netcfgd)")
@@ -389,7 +389,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     daemon = _daemon()
     if daemon is not None:
-        answer = _ask(daemon, "show", output=args.output, netns=args.netns)
+        answer = ask_daemon(daemon, "show", output=args.output, netns=args.netns)
         if args.output == "json":
             print_json(answer["model"])
         else:
@@ -411,7 +411,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     daemon = _daemon()
     if daemon is not None:
-        answer = _ask(daemon, "query", source=_daemon_source(args), lower=args.lower)
+        answer = ask_daemon(daemon, "query", source=_daemon_source(args), lower=args.lower)
         return _print_drift(answer["drift"], answer["differences"])
     compiled = compile_config(config_source(args))
     with _session() as session:
@@ -446,7 +446,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"netcfgd is not running (no daemon answers on {socket_path()}); "
               f"netcfg commands work without it", file=sys.stderr)
         return EXIT_INVALID_CONFIG
-    status = _ask(daemon, "status")["status"]
+    status = ask_daemon(daemon, "status")["status"]
     if args.json:
         print_json({"running": True, **status})
     else:

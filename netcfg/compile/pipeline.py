@@ -19,6 +19,7 @@ from netcfg.compile.build import build_objects
 from netcfg.compile.jsonform import load_json, model_from_json
 from netcfg.compile.parser import parse
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
+from netcfg.compile.syntax import ParsedConfig
 from netcfg.compile.validate import finish_model
 from netcfg.model.errors import ConfigInvalid, Diagnostic, Report
 from netcfg.model.gcpause import gc_paused
@@ -60,6 +61,9 @@ class Compiled:
     sources: list[RenderedSource]
     model: Model
     warnings: list[Diagnostic]
+    # The stanzas as written (None for a JSON model): what ifquery prints and
+    # which `allow-CLASS` lines name an interface (netcfg/ifupdown/).
+    parsed: ParsedConfig | None = None
 
 
 def shipped_lib_dir() -> str:
@@ -139,6 +143,7 @@ def _compile(source: ConfigSource, state: bool = False) -> Compiled:
     report = Report()
     if is_json(source):
         sources: list[RenderedSource] = []
+        parsed = None
         text = source.stdin_text if source.path == STDIN else _read(source.path)
         model = model_from_json(text or "", "<stdin>" if source.path == STDIN else source.path,
                                 report)
@@ -155,7 +160,8 @@ def _compile(source: ConfigSource, state: bool = False) -> Compiled:
     finish_model(model, report, requests=not state)
     check_interface_names(model, report)   # the implied ones too: all are known now
     report.raise_if_errors()
-    return Compiled(sources, model, [d for d in report.sorted() if d.severity == "warning"])
+    return Compiled(sources, model, [d for d in report.sorted() if d.severity == "warning"],
+                    parsed)
 
 
 def _read(path: str) -> str:

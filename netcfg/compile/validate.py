@@ -219,6 +219,11 @@ def _bring_up_dependencies(model: Model, needs: dict, declared: list[ConfigObjec
                            f"it at all)", "address")
 
 
+# How the note on imperative lines starts: the ifupdown commands leave it out
+# (running them is what ifupdown2's users expect; netcfg/ifupdown/commands.py).
+IMPERATIVE_NOTE = "the config has imperative lines"
+
+
 def _say_imperative_lines(declared: list[ConfigObject], report: Report) -> None:
     """Once per config, not per line: what these lines do, check cannot know.
     Only stanzas hold these lines (the parser's COMMAND_ATTRIBUTES): the
@@ -231,7 +236,7 @@ def _say_imperative_lines(declared: list[ConfigObject], report: Report) -> None:
     if lines:
         names = sorted({name for _, name, _ in lines})
         report.warning(lines[0][0],
-                       f"the config has imperative lines (pre-up, up, post-up, pre-down, down, "
+                       f"{IMPERATIVE_NOTE} (pre-up, up, post-up, pre-down, down, "
                        f"post-down) on {len(names)} interface(s), first {lines[0][1]}'s "
                        f"{lines[0][2]}: apply runs them as ifupdown2 does, but check cannot "
                        f"know what they do and a revert cannot undo it",

@@ -24,7 +24,7 @@ import netcfgd
 # kinds sits below compile (the compiler asks each kind for its hooks) and
 # plan below compile (the compiler's reference check uses plan.graph).
 LAYERS = ("templates", "model", "schemas", "kinds", "plan", "compile", "netlink", "kernel", "apply", "cli",
-          "netcfgd")
+          "ifupdown", "netcfgd")
 # Not layers: netcfg/__init__ (the version, importable from anywhere) and
 # netcfg/__main__ (the entry point, above everything).
 TOP_FILES = {"__init__.py", "__main__.py"}

@@ -1,0 +1,228 @@
+"""The four commands, one function each: (parsed arguments, State) -> exit code.
+
+What each does to the kernel is netcfg/ifupdown/actions.py's; what ifquery
+prints is query.py's. Output follows ifupdown2: quiet on success (``-v``
+says what was done, on stderr), errors and warnings on stderr as
+`error: IFACE: ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from netcfg.compile.validate import IMPERATIVE_NOTE
+from netcfg.ifupdown import actions, query
+from netcfg.ifupdown.config import InterfacesFile, diagnostic_line, load, select
+from netcfg.model.errors import Diagnostic, NetcfgError
+
+STATE_DIR_ENV = "NETCFG_IFUPDOWN_STATE_DIR"
+NETWORK_DIR_ENV = "NETCFG_NETWORK_DIR"
+
+
+@dataclass
+class State:
+    """What one run has loaded (for messages that name the interface of a line)."""
+
+    ifile: InterfacesFile | None = None
+
+    def load(self, path: str) -> InterfacesFile:
+        self.ifile = load(path)
+        for warning in self.ifile.compiled.warnings:
+            if warning.message.startswith(IMPERATIVE_NOTE):
+                continue   # ifupdown2's users write them to be run: no news to them
+            print(diagnostic_line(self.ifile, warning), file=sys.stderr)
+        return self.ifile
+
+
+def diagnostic_text(state: State, diagnostic: Diagnostic) -> str:
+    return diagnostic_line(state.ifile, diagnostic)
+
+
+def state_dir() -> str:
+    return os.environ.get(STATE_DIR_ENV) or "/run/network"
+
+
+def network_dir() -> str:
+    """Where /etc/network/if-*.d are (the hook scripts ifupdown2 runs)."""
+    return os.environ.get(NETWORK_DIR_ENV) or "/etc/network"
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0:
+        raise NetcfgError("must be root to run this command")
+
+
+def _unknown(ifile: InterfacesFile, names: list[str]) -> None:
+    known = set(ifile.names())
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise NetcfgError(f"cannot find interfaces: {' '.join(missing)} (no iface stanza "
+                          f"declares them)")
+
+
+def _picked(args: argparse.Namespace, ifile: InterfacesFile) -> list[str]:
+    names = select(ifile, everything=args.all, names=args.iflist, classes=args.classes,
+                   excludes=args.excludes)
+    if args.iflist and not args.classes:
+        _unknown(ifile, names)
+    return names
+
+
+def _daemon():
+    from netcfg.cli.client import connect
+
+    return connect()
+
+
+def _change(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[str] | None,
+            *, model_is_file: bool = True) -> int:
+    """Apply ``model`` (``names`` only, when given), through netcfgd when it runs."""
+    from netcfg.apply.confirm import run_dir
+
+    dry_run = bool(getattr(args, "no_act", False))
+    daemon = _daemon()
+    if daemon is not None:
+        if model_is_file:
+            answer = actions.apply_through_daemon(daemon, args.interfaces, names,
+                                                  dry_run=dry_run)
+        else:
+            answer = actions.apply_model_through_daemon(daemon, model, names, dry_run=dry_run)
+        for warning in answer.get("warnings") or ():
+            print(warning, file=sys.stderr)
+        if dry_run:
+            print(answer["plan_text"], end="")
+        else:
+            summary = answer["summary"]
+            actions.say(args, f"info: netcfgd applied {summary['operations']} operations in "
+                              f"{summary['batches']} batches")
+        return 0
+    result = actions.apply_here(model, names, dry_run=dry_run, run_dir=run_dir())
+    if dry_run:
+        print(result.plan.to_text(), end="")
+        return 0
+    summary = result.summary()
+    actions.say(args, f"info: applied {summary['operations']} operations in "
+                      f"{summary['batches']} batches, {summary['requests']} netlink requests, "
+                      f"verified")
+    for line in [*result.dhcp, *result.hooks]:
+        actions.say(args, f"info: {line}")
+    return 0
+
+
+def cmd_ifup(args: argparse.Namespace, state: State) -> int:
+    ifile = state.load(args.interfaces)
+    if args.syntax_check:
+        return 0
+    if args.print_dependency:
+        return _print_dependency(args, ifile)
+    _need_root()
+    names = _picked(args, ifile)
+    if not names and not args.all:
+        actions.say(args, "info: no interface to bring up")
+        return 0
+    whole = args.all and not args.excludes
+    return _change(args, ifile, ifile.model, None if whole else names)
+
+
+def cmd_ifdown(args: argparse.Namespace, state: State) -> int:
+    ifile = state.load(args.interfaces)
+    if args.print_dependency:
+        return _print_dependency(args, ifile)
+    _need_root()
+    names = _picked(args, ifile) if not args.all else \
+        select(ifile, everything=False, names=ifile.names(), classes=(), excludes=args.excludes)
+    if not names:
+        return 0
+    model = actions.downed(ifile.model, names)
+    return _change(args, ifile, model, names, model_is_file=False)
+
+
+def cmd_ifreload(args: argparse.Namespace, state: State) -> int:
+    ifile = state.load(args.interfaces)
+    if args.syntax_check:
+        return 0
+    _need_root()
+    if args.all:
+        return _change(args, ifile, ifile.model, None)
+    if args.currently_up:
+        names = [n for n in ifile.names() if _is_up(n)]
+    else:
+        names = select(ifile, everything=False, names=(), classes=args.classes, excludes=())
+    if not names:
+        return 0
+    return _change(args, ifile, ifile.model, names)
+
+
+def _is_up(name: str) -> bool:
+    """Whether the host's device ``name`` is administratively up (IFF_UP)."""
+    try:
+        with open(f"/sys/class/net/{name}/flags", encoding="ascii") as f:
+            return bool(int(f.read().strip(), 16) & 0x1)
+    except (OSError, ValueError):
+        return False
+
+
+def cmd_ifquery(args: argparse.Namespace, state: State) -> int:
+    if args.syntax_help:
+        from netcfg.cli.syntax_help import describe_all
+
+        print(describe_all())
+        return 0
+    if args.running and args.iflist and not args.all:
+        _need_root()
+        print(actions.running(args.iflist), end="")
+        return 0
+    ifile = state.load(args.interfaces)
+    if args.print_dependency:
+        return _print_dependency(args, ifile)
+    names = _picked(args, ifile)
+    if args.list:
+        for name in names:
+            print(name)
+        return 0
+    if args.running:
+        _need_root()
+        print(actions.running(names), end="")
+        return 0
+    verdicts = None
+    drift: list[str] = []
+    if args.check:
+        _need_root()
+        verdicts, drift = actions.verdicts(ifile, names)
+    if args.format == "json":
+        print(query.as_json(ifile, names, verdicts))
+    else:
+        print(query.as_native(ifile, names, verdicts), end="")
+    if args.check and drift:
+        if args.verbose or args.debug:
+            for line in drift:
+                print(f"info: {line}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_dependency(args: argparse.Namespace, ifile: InterfacesFile) -> int:
+    """`-p list|dot`: the order netcfg would bring the interfaces up in (the plan's)."""
+    from netcfg.model.model import Model
+    from netcfg.plan import make_plan
+
+    plan = make_plan(ifile.model, Model())
+    if args.print_dependency == "dot":
+        print(plan.to_dot())
+        return 0
+    order = []
+    for op in plan.operations:
+        if op.name not in order and op.name in set(ifile.names()):
+            order.append(op.name)
+    for name in order:
+        print(name)
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, State], int]] = {
+    "ifup": cmd_ifup, "ifdown": cmd_ifdown, "ifreload": cmd_ifreload, "ifquery": cmd_ifquery,
+}

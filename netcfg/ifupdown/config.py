@@ -1,0 +1,112 @@
+"""The interfaces file as the four commands see it: compiled once by netcfg's
+compiler, with what ifupdown2 selects by (`auto`, `allow-CLASS`, names, `-X`)
+and the stanzas as written (what ifquery prints).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from netcfg.compile.pipeline import STDIN, Compiled, ConfigSource, compile_config, read_stdin
+from netcfg.compile.render import render_timeout_from_env
+from netcfg.compile.syntax import RawAttribute, Stanza
+from netcfg.model.errors import Diagnostic
+from netcfg.model.location import SourceLocation
+
+
+@dataclass
+class InterfacesFile:
+    """One compiled interfaces file."""
+
+    compiled: Compiled
+
+    @property
+    def model(self):
+        return self.compiled.model
+
+    def stanzas(self) -> list[Stanza]:
+        parsed = self.compiled.parsed
+        return [s for s in parsed.stanzas if s.keyword == "iface"] if parsed else []
+
+    def names(self) -> list[str]:
+        """Every interface a stanza declares, in file order, once."""
+        return list(dict.fromkeys(s.name for s in self.stanzas()))
+
+    def auto_names(self) -> list[str]:
+        """Names on `auto`, `allow-auto` and `allow-hotplug` lines that a
+        stanza declares (netcfg brings allow-hotplug up with auto: docs/compat.md)."""
+        parsed = self.compiled.parsed
+        listed = set(parsed.auto) if parsed else set()
+        return [n for n in self.names() if n in listed]
+
+    def class_names(self, cls: str) -> list[str]:
+        """Names of `allow-CLASS` lines (`auto` for the auto lines), in file order."""
+        parsed = self.compiled.parsed
+        if parsed is None:
+            return []
+        if cls == "auto":
+            return self.auto_names()
+        listed = {n for n, classes in parsed.allow.items() if any(c == cls for c, _ in classes)}
+        return [n for n in self.names() if n in listed]
+
+    def attributes(self, name: str) -> list[RawAttribute]:
+        """The lines of every stanza of ``name`` (ifupdown2 merges them), as written."""
+        return [a for s in self.stanzas() if s.name == name for a in s.attributes]
+
+    def method(self, name: str) -> tuple[list[str], list[str]]:
+        """(families, methods) of ``name``'s stanzas, e.g. (["inet"], ["static"])."""
+        families, methods = [], []
+        for s in self.stanzas():
+            if s.name == name and s.family:
+                families.append(s.family)
+                methods.append(s.method or "")
+        return families, methods
+
+    def stanza_of(self, loc: SourceLocation) -> str | None:
+        """The interface whose stanza holds the line ``loc`` (for `error: IFACE: ...`)."""
+        best = None
+        for s in self.stanzas():
+            if s.loc.file == loc.file and s.loc.line <= loc.line and \
+                    (best is None or s.loc.line > best.loc.line):
+                best = s
+        return best.name if best is not None else None
+
+
+def load(path: str) -> InterfacesFile:
+    """Compile ``path`` (``-`` for stdin; a JSON model is recognised by its
+    content, which is `-t json`); ConfigInvalid lists every error."""
+    stdin_text = read_stdin() if path == STDIN else None
+    source = ConfigSource(path=path, stdin_text=stdin_text,
+                          render_timeout=render_timeout_from_env())
+    return InterfacesFile(compile_config(source))
+
+
+def select(ifile: InterfacesFile, *, everything: bool, names: Iterable[str],
+           classes: Iterable[str], excludes: Iterable[str]) -> list[str]:
+    """The interfaces a command acts on, as ifupdown2 picks them: `-a` the
+    auto ones, `--allow CLASS` those of its lines (with a name list: those of
+    the list that are of the class), then `-X` patterns (regular expressions
+    searched in the name, as ifupdown2 does) left out."""
+    classes = list(classes)
+    names = list(dict.fromkeys(names))
+    if classes:
+        allowed = {n for cls in classes for n in ifile.class_names(cls)}
+        picked = [n for n in names if n in allowed] if names else \
+            [n for n in ifile.names() if n in allowed]
+    elif everything:
+        picked = ifile.auto_names()
+    else:
+        picked = names
+    patterns = [re.compile(p) for p in excludes]
+    return [n for n in picked if not any(p.search(n) for p in patterns)]
+
+
+def diagnostic_line(ifile: InterfacesFile | None, diagnostic: Diagnostic) -> str:
+    """A diagnostic as ifupdown2 logs it, `error: IFACE: ...` (what Proxmox's
+    task log keeps: /(warning|error): (\\S+):/), with the file and line."""
+    iface = ifile.stanza_of(diagnostic.loc) if ifile is not None else None
+    where = f"{diagnostic.loc}: " if diagnostic.loc.line else f"{diagnostic.loc.file}: "
+    subject = f"{iface}: " if iface else ""
+    return f"{diagnostic.severity}: {subject}{where}{diagnostic.message}"
