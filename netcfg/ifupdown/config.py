@@ -103,10 +103,27 @@ def select(ifile: InterfacesFile, *, everything: bool, names: Iterable[str],
     return [n for n in picked if not any(p.search(n) for p in patterns)]
 
 
+def _iface_above(loc: SourceLocation) -> str | None:
+    """The name on the last `iface` line at or above ``loc`` in its file: which
+    interface an error is about when the file did not compile."""
+    try:
+        with open(loc.file, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()[:loc.line]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        words = line.split()
+        if len(words) > 1 and words[0] == "iface" and not line[:1].isspace():
+            return words[1]
+    return None
+
+
 def diagnostic_line(ifile: InterfacesFile | None, diagnostic: Diagnostic) -> str:
     """A diagnostic as ifupdown2 logs it, `error: IFACE: ...` (what Proxmox's
     task log keeps: /(warning|error): (\\S+):/), with the file and line."""
-    iface = ifile.stanza_of(diagnostic.loc) if ifile is not None else None
+    loc = diagnostic.loc
+    iface = ifile.stanza_of(loc) if ifile is not None else \
+        (_iface_above(loc) if loc.line else None)
     where = f"{diagnostic.loc}: " if diagnostic.loc.line else f"{diagnostic.loc.file}: "
     subject = f"{iface}: " if iface else ""
     return f"{diagnostic.severity}: {subject}{where}{diagnostic.message}"

@@ -1,0 +1,142 @@
+"""ifup, ifdown, ifreload and ifquery (netcfg/ifupdown/) against the real
+kernel, inside the sandbox (conftest.py): what they change, read back with
+iproute2, and that `ifquery -c` says what `netcfg query --check` says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+import pytest
+
+from netcfg.apply.lock import apply_lock
+from netcfg.cli.main import main as netcfg
+from netcfg.ifupdown.main import main
+
+PROXMOX = textwrap.dedent("""\
+    auto lo
+    iface lo inet loopback
+
+    iface eno1 inet manual
+
+    auto vmbr0
+    iface vmbr0 inet static
+        address 192.0.2.10/24
+        gateway 192.0.2.1
+        bridge-ports eno1
+        bridge-stp off
+        bridge-fd 0
+    """)
+VMBR1 = "\nauto vmbr1\niface vmbr1 inet static\n    address 198.51.100.1/24\n" \
+        "    bridge-ports none\n"
+
+
+def ip_json(*args: str):
+    out = subprocess.run(["ip", "-j", *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+def link(name: str) -> dict | None:
+    found = [ln for ln in ip_json("link", "show") if ln["ifname"] == name]
+    return found[0] if found else None
+
+
+def addresses(name: str) -> list[str]:
+    return [f"{a['local']}/{a['prefixlen']}" for entry in ip_json("addr", "show", "dev", name)
+            for a in entry["addr_info"] if a["family"] == "inet"]
+
+
+@pytest.fixture
+def host(session, tmp_path, monkeypatch):
+    """A Proxmox installer's layout, its NIC a veth stand-in; the commands'
+    run dir and state dir in tmp_path. Yields the interfaces file."""
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
+    subprocess.run(["ip", "link", "add", "eno1", "type", "veth", "peer", "name", "eno1-peer"],
+                   check=True)
+    subprocess.run(["ip", "link", "set", "eno1-peer", "up"], check=True)
+    path = tmp_path / "interfaces"
+    path.write_text(PROXMOX)
+    monkeypatch.setenv("NETCFG_INTERFACES", str(path))
+    yield path
+    subprocess.run(["ip", "link", "del", "eno1"], capture_output=True)
+
+
+def check_json(capsys) -> tuple[int, list[dict]]:
+    capsys.readouterr()
+    code = main(["ifquery", "-a", "-c", "-o", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_ifup_a_then_ifquery_c_passes_and_agrees_with_query_check(host, capsys):
+    assert main(["ifup", "-a"]) == 0
+    assert link("eno1")["master"] == "vmbr0"
+    assert addresses("vmbr0") == ["192.0.2.10/24"]
+    code, checked = check_json(capsys)
+    assert code == 0 and [o["status"] for o in checked] == ["pass", "pass"]
+    assert netcfg(["query", "--check", "-c", str(host)]) == 0
+
+    subprocess.run(["ip", "addr", "del", "192.0.2.10/24", "dev", "vmbr0"], check=True)
+    code, checked = check_json(capsys)
+    vmbr0 = next(o for o in checked if o["name"] == "vmbr0")
+    assert code == 1 and vmbr0["status"] == "fail"
+    assert vmbr0["config_status"]["address"] == "fail"
+    assert vmbr0["config_status"]["bridge-ports"] == "pass"
+    assert netcfg(["query", "--check", "-c", str(host)]) == 1
+
+    assert main(["ifreload", "-a"]) == 0            # the repair
+    assert addresses("vmbr0") == ["192.0.2.10/24"]
+    assert check_json(capsys)[0] == 0
+
+
+def test_ifreload_changes_only_what_the_edit_changed(host, capsys):
+    assert main(["ifup", "-a"]) == 0
+    before = {name: link(name)["ifindex"] for name in ("vmbr0", "eno1")}
+    host.write_text(PROXMOX.replace("    gateway", "    address 192.0.2.20/24\n    gateway")
+                    + VMBR1)
+    capsys.readouterr()
+    assert main(["ifreload", "-a", "-n"]) == 0
+    plan = capsys.readouterr().out
+    removals = [ln for ln in plan.splitlines() if ln.lstrip().startswith("-")]
+    assert removals == [], plan                      # nothing taken away or flapped
+    assert main(["ifreload", "-a"]) == 0
+    assert {name: link(name)["ifindex"] for name in before} == before
+    assert addresses("vmbr0") == ["192.0.2.10/24", "192.0.2.20/24"]
+    assert addresses("vmbr1") == ["198.51.100.1/24"]
+    assert link("eno1")["master"] == "vmbr0"
+    # The stanza dropped again: the bridge netcfg made goes, vmbr0 stays as it is.
+    host.write_text(PROXMOX)
+    assert main(["ifreload", "-a"]) == 0
+    assert link("vmbr1") is None
+    assert link("vmbr0")["ifindex"] == before["vmbr0"]
+    assert addresses("vmbr0") == ["192.0.2.10/24"]
+
+
+def test_ifdown_and_ifup_one_interface(host, capsys):
+    host.write_text(PROXMOX + VMBR1)
+    assert main(["ifup", "-a"]) == 0
+    assert main(["ifdown", "vmbr1"]) == 0
+    assert link("vmbr1") is None
+    assert addresses("vmbr0") == ["192.0.2.10/24"]     # the others untouched
+    assert main(["ifup", "vmbr1"]) == 0
+    assert addresses("vmbr1") == ["198.51.100.1/24"]
+    # A port is not deleted: it goes down without the file's addresses.
+    assert main(["ifdown", "vmbr0"]) == 0
+    assert link("vmbr0") is None
+    assert link("eno1") is not None
+
+
+def test_a_held_lock_is_exit_89_and_changes_nothing(host, tmp_path, capsys):
+    with apply_lock(str(tmp_path / "run")):
+        assert main(["ifreload", "-a"]) == 89
+    assert "already running" in capsys.readouterr().err
+    assert link("vmbr0") is None
+
+
+def test_an_interface_not_in_the_file_is_an_error(host, capsys):
+    assert main(["ifup", "vmbr7"]) == 1
+    assert "cannot find interfaces: vmbr7" in capsys.readouterr().err
+    # ifup@.service for a device of another class does nothing, successfully.
+    assert main(["ifup", "--allow=hotplug", "eno1"]) == 0
+    assert link("vmbr0") is None
