@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from typing import Any
 
 from netcfg.ifupdown.config import InterfacesFile
 from netcfg.ifupdown.query import Verdicts
 from netcfg.model.model import ConfigObject, Model
-from netcfg.plan.scope import PURGED_ATTRIBUTES, Selection, creatable, references
+from netcfg.plan.scope import PURGED_ATTRIBUTES, Selection, connected, creatable, references
 
 Key = tuple[str, str]
 
@@ -37,31 +38,84 @@ def keys_named(model: Model, names: list[str]) -> set[Key]:
     return {k for k in model.interfaces if k[1] in wanted}
 
 
-def downed(model: Model, names: list[str]) -> Model:
-    """``model`` with ``names`` taken down as ifdown takes them (module doc)."""
-    removed = {k for k in keys_named(model, names) if creatable(model.interfaces[k].kind)}
+# Attributes that name an interface as a port or slave: a port left out of the
+# model is left out of these lists too (ifupdown2 makes the bridge without it).
+_MEMBER_LISTS = ("bridge-ports", "bond-slaves")
+
+
+def _without(model: Model, removed: set[Key], stopped: set[Key] = frozenset()) -> Model:
+    """``model`` less ``removed`` and what sits on them (VLANs on a removed
+    device, a veth's peer: the kernel deletes those with it), out of the
+    member lists and VRFs that name them; ``stopped`` ones kept, down,
+    without addresses, routes and gateway."""
+    removed = set(removed)
     changed = True
-    while changed:   # what sits on a removed device goes with it (the kernel does that)
+    while changed:
         changed = False
         for key, obj in model.interfaces.items():
             if key not in removed and any(r in removed for r in references(obj, ("lower", "peer"))):
                 removed.add(key)
                 changed = True
+    gone = {name for _, name in removed}
     interfaces: dict[Key, ConfigObject] = {}
-    stopped = keys_named(model, names) - removed
     for key, obj in model.interfaces.items():
         if key in removed:
             continue
+        attrs = obj.attrs
         if key in stopped:
-            attrs = {a: v for a, v in obj.attrs.items() if a not in PURGED_ATTRIBUTES
-                     and a != "gateway"}
+            attrs = {a: v for a, v in attrs.items() if a not in PURGED_ATTRIBUTES and a != "gateway"}
             obj = dataclasses.replace(obj, attrs=attrs, auto=False)
-        elif obj.attrs.get("vrf") and (key[0], obj.attrs["vrf"]) in removed:
-            obj = dataclasses.replace(obj, attrs={a: v for a, v in obj.attrs.items()
-                                                  if a != "vrf"})
+        elif attrs.get("vrf") and (key[0], attrs["vrf"]) in removed:
+            obj = dataclasses.replace(obj, attrs={a: v for a, v in attrs.items() if a != "vrf"})
+        elif any(gone.intersection(attrs.get(a) or ()) for a in _MEMBER_LISTS):
+            obj = dataclasses.replace(obj, attrs={
+                a: ([m for m in v if (key[0], m) not in removed] if a in _MEMBER_LISTS else v)
+                for a, v in attrs.items()})
         interfaces[key] = obj
     masters = {k: m for k, m in model.masters.items() if k in interfaces and m in interfaces}
     return dataclasses.replace(model, interfaces=interfaces, masters=masters)
+
+
+def downed(model: Model, names: list[str]) -> Model:
+    """``model`` with ``names`` taken down as ifdown takes them (module doc)."""
+    named = keys_named(model, names)
+    removed = {k for k in named if creatable(model.interfaces[k].kind)}
+    return _without(model, removed, named - removed)
+
+
+@dataclasses.dataclass
+class Absent:
+    """Physical ports the file names that this host does not have."""
+
+    hotplug: list[ConfigObject]     # allow-hotplug only: networking.service skips them
+    ports: list[ConfigObject]       # no stanza, only named as a port: a warning (as ifupdown2)
+    missing: list[ConfigObject]     # a stanza of its own: an error each, the rest applied
+
+
+def without_absent_ports(model: Model, hotplug_only: set[str],
+                         exists=lambda name: os.path.exists(f"/sys/class/net/{name}")
+                         ) -> tuple[Model, Absent]:
+    """What networking.service and ifupdown2 do with a port that is not there
+    (a USB NIC unplugged, a name udev changed): the rest of the file comes up.
+    An allow-hotplug port is skipped (ifup@.service brings it up when it
+    appears); any other is left out with the devices that sit on it, and the
+    command reports it and exits 1 (ifupdown2's per-interface error), instead
+    of netcfg's apply refusing the whole file and leaving the host with no
+    network at boot. Only the host's namespace: a port in another one moved
+    there by netcfg is not in /sys/class/net here."""
+    absent = [obj for key, obj in model.interfaces.items()
+              if obj.kind == "physical" and not key[0] and not exists(obj.name)]
+    if not absent:
+        return model, Absent([], [], [])
+    out = _without(model, {o.key for o in absent})
+    hotplug = [o for o in absent if o.name in hotplug_only]
+    return out, Absent(hotplug, [o for o in absent if o.implicit],
+                       [o for o in absent if not o.implicit and o not in hotplug])
+
+
+def reach(model: Model, names: list[str]) -> set[Key]:
+    """The named interfaces and what they are connected to (what `ifup NAME` applies)."""
+    return connected(keys_named(model, names), [model])
 
 
 def selection_of(names: list[str] | None) -> Selection | None:
@@ -83,8 +137,6 @@ def apply_here(model: Model, names: list[str] | None, *, dry_run: bool,
 def apply_through_daemon(daemon: Any, path: str, names: list[str] | None, *,
                          dry_run: bool) -> dict[str, Any]:
     """The same through netcfgd, which from then on enforces ``path``."""
-    import os
-
     from netcfg.cli.kernel_commands import ask_daemon
 
     source = {"path": os.path.abspath(path), "variables": {}, "stdin_text": None}

@@ -78,11 +78,48 @@ def _daemon():
     return connect()
 
 
+def _present(args: argparse.Namespace, ifile: InterfacesFile, model,
+             names: list[str] | None):
+    """``model`` less the physical ports this host lacks (actions.without_absent_ports),
+    each said: (model, names, how many are errors, whether any was left out)."""
+    whole = model
+    model, absent = actions.without_absent_ports(model, ifile.hotplug_only())
+    if names is not None:   # only what the named interfaces reach is said
+        reach = actions.reach(whole, names)
+        absent = actions.Absent(*([o for o in group if o.key in reach]
+                                  for group in (absent.hotplug, absent.ports, absent.missing)))
+    for obj in absent.hotplug:
+        actions.say(args, f"info: {obj.name}: allow-hotplug and no such device: skipped "
+                          f"(ifup@{obj.name}.service brings it up when it appears)")
+    for obj in absent.ports:
+        print(f"warning: {obj.name}: {obj.loc}: no such device: left out of what names it",
+              file=sys.stderr)
+    for obj in absent.missing:
+        print(f"error: {obj.name}: {obj.loc}: no such device: left out with what sits on it; "
+              f"the rest is applied", file=sys.stderr)
+    left = {o.name for o in (*absent.hotplug, *absent.ports, *absent.missing)}
+    if names is not None:
+        names = [n for n in names if n not in left] or None
+    return model, names, len(absent.missing), model is not whole
+
+
 def _change(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[str] | None,
             *, model_is_file: bool = True) -> int:
-    """Apply ``model`` (``names`` only, when given), through netcfgd when it runs."""
+    """Apply ``model`` (``names`` only, when given), through netcfgd when it
+    runs; exit 1 when a port the file declares is not there (the rest applied)."""
     from netcfg.apply.confirm import run_dir
 
+    wanted = names
+    model, names, errors, reduced = _present(args, ifile, model, names)
+    if wanted and not names:
+        return 1 if errors else 0          # all of them absent: nothing to do
+    model_is_file = model_is_file and not reduced
+    code = _apply(args, model, names, model_is_file=model_is_file, run_dir=run_dir())
+    return code or (1 if errors else 0)
+
+
+def _apply(args: argparse.Namespace, model, names: list[str] | None, *, model_is_file: bool,
+           run_dir: str) -> int:
     dry_run = bool(getattr(args, "no_act", False))
     daemon = _daemon()
     if daemon is not None:
@@ -100,7 +137,7 @@ def _change(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[
             actions.say(args, f"info: netcfgd applied {summary['operations']} operations in "
                               f"{summary['batches']} batches")
         return 0
-    result = actions.apply_here(model, names, dry_run=dry_run, run_dir=run_dir())
+    result = actions.apply_here(model, names, dry_run=dry_run, run_dir=run_dir)
     if dry_run:
         print(result.plan.to_text(), end="")
         return 0

@@ -51,6 +51,15 @@ class InterfacesFile:
         listed = {n for n, classes in parsed.allow.items() if any(c == cls for c, _ in classes)}
         return [n for n in self.names() if n in listed]
 
+    def hotplug_only(self) -> set[str]:
+        """Names brought up by `allow-hotplug` and no `auto` line (the parser
+        files allow-hotplug with auto, remembering the first line that did)."""
+        parsed = self.compiled.parsed
+        if parsed is None:
+            return set()
+        return {name for name, classes in parsed.allow.items()
+                for cls, loc in classes if cls == "hotplug" and parsed.auto.get(name) == loc}
+
     def attributes(self, name: str) -> list[RawAttribute]:
         """The lines of every stanza of ``name`` (ifupdown2 merges them), as written."""
         return [a for s in self.stanzas() if s.name == name for a in s.attributes]

@@ -140,3 +140,29 @@ def test_an_interface_not_in_the_file_is_an_error(host, capsys):
     # ifup@.service for a device of another class does nothing, successfully.
     assert main(["ifup", "--allow=hotplug", "eno1"]) == 0
     assert link("vmbr0") is None
+
+
+def test_absent_ports_do_not_keep_the_rest_of_the_file_down(host, capsys):
+    """networking.service at boot with a NIC missing: ifupdown2 brings the
+    rest up; so must the stand-in (netcfg's apply alone refuses the file)."""
+    host.write_text(PROXMOX + textwrap.dedent("""\
+
+        allow-hotplug usb0
+        iface usb0 inet dhcp
+
+        auto eno9
+        iface eno9 inet manual
+
+        auto vmbr2
+        iface vmbr2 inet static
+            address 203.0.113.1/24
+            bridge-ports eno9 eno8
+        """))
+    assert main(["ifup", "-a"]) == 1
+    err = capsys.readouterr().err
+    assert "error: eno9: " in err and "no such device" in err
+    assert "warning: eno8: " in err
+    assert "usb0" not in err                      # skipped quietly, as networking.service does
+    assert addresses("vmbr0") == ["192.0.2.10/24"]
+    assert addresses("vmbr2") == ["203.0.113.1/24"]     # made without its absent ports
+    assert main(["ifup", "--allow=hotplug", "usb0"]) == 0   # ifup@usb0 before it appears
