@@ -60,7 +60,8 @@ from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
 from netcfg.netlink.fdb import APPEND, RTM_DELNEIGH, RTM_NEWNEIGH, remote_entry
 from netcfg.netlink.nla import number as nla_number
-from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, parse_attrs,
+from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, RTNH_F_ONLINK,
+                                  parse_attrs,
                                   AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_FLAGS_SELF, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
@@ -474,7 +475,6 @@ def _addr_del(op: Operation, ctx: EncodeContext) -> list[Request]:
 
 # ---------------------------------------------------------------- routes
 ROUTE_PARAMS = ("to", "via", "dev", "table", "vrf", "metric", "replace", "onlink")
-RTNH_F_ONLINK = 4   # the gateway is on the link, whatever the prefixes say
 # A route-add with "replace" takes over another program's route of the same
 # prefix, table and metric in one step (apply/takeover.py): NLM_F_REPLACE,
 # as `ip route replace`, where NLM_F_EXCL would answer EEXIST.

@@ -73,6 +73,7 @@ RT_TABLE_UNSPEC, RT_TABLE_MAIN, RT_TABLE_LOCAL = 0, 254, 255
 RTPROT_UNSPEC, RTPROT_KERNEL, RTPROT_BOOT, RTPROT_STATIC = 0, 2, 3, 4
 RT_SCOPE_UNIVERSE, RT_SCOPE_LINK, RT_SCOPE_HOST, RT_SCOPE_NOWHERE = 0, 253, 254, 255
 RTN_UNSPEC, RTN_UNICAST, RTN_LOCAL, RTN_BLACKHOLE = 0, 1, 2, 6
+RTNH_F_ONLINK = 4   # rtm_flags: the gateway is on the link, whatever the prefixes say
 
 # --- linux/if_link.h ------------------------------------------------------
 IFLA_ADDRESS, IFLA_BROADCAST, IFLA_IFNAME, IFLA_MTU, IFLA_LINK = 1, 2, 3, 4, 5

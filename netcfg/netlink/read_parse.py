@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping
 from netcfg.kinds import registry
 from netcfg.kinds.base import Kind
 from netcfg.netlink.attrs import READ_DEVCONF, READ_INFO, READ_PORT
-from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO,
+from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO, RTNH_F_ONLINK,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
                                   DEVCONF_DISABLE_IPV6, IFADDRMSG, IFAPROT_KERNEL_LL,
@@ -283,10 +283,11 @@ class RawRoute:
     rtm_type: int
     multipath: bool
     source: bool
+    onlink: bool = False      # RTNH_F_ONLINK: a revert must add it back with the flag
 
 
 def parse_route(payload: bytes | memoryview) -> RawRoute:
-    family, dst_len, src_len, _tos, table, protocol, _scope, rtm_type, _flags = \
+    family, dst_len, src_len, _tos, table, protocol, _scope, rtm_type, flags = \
         RTMSG.unpack_from(payload)
     a = parse_attrs(payload, RTMSG.size, _ROUTE_WANTED)
     to = f"{_ip(a[RTA_DST])}/{dst_len}" if RTA_DST in a else _DEFAULT_ROUTE.get(family, "")
@@ -298,6 +299,7 @@ def parse_route(payload: bytes | memoryview) -> RawRoute:
         metric=attr_u32(a[RTA_PRIORITY]) if RTA_PRIORITY in a else 0,
         protocol=protocol, rtm_type=rtm_type,
         multipath=RTA_MULTIPATH in a, source=src_len > 0 or RTA_SRC in a,
+        onlink=bool(flags & RTNH_F_ONLINK),
     )
 
 
@@ -318,6 +320,8 @@ def route_attribute(route: RawRoute, dev: str, vrf_tables: Mapping[int, str]) ->
         out["table"] = route.table
     if route.metric != DEFAULT_METRIC.get(route.family, 0):
         out["metric"] = route.metric
+    if route.onlink:
+        out["onlink"] = True
     return out
 
 

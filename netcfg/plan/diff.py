@@ -127,6 +127,13 @@ def routes_of(obj: ConfigObject) -> Iterable[dict[str, Any]]:
         yield route
 
 
+def _sans_onlink(route: dict[str, Any]) -> dict[str, Any]:
+    """A route as compared: onlink is how the kernel was asked to take the
+    gateway (derived for a gateway outside the device's prefixes, or written),
+    not a property a config may leave out and still match."""
+    return {k: v for k, v in route.items() if k != "onlink"} if "onlink" in route else route
+
+
 def route_subject(route: dict[str, Any]) -> str:
     """``10.0.0.0/8``, ``0.0.0.0/0 vrf red``, ``10.0.0.0/8 table 10 metric 5``."""
     subject = route["to"]
@@ -573,8 +580,8 @@ class _Diff:
             old = had.pop(identity, None)
             if old is not None and (self._route_gone(netns, old, gone)):
                 old = None
-            if old is not None and old == {k: v for k, v in route.items() if k != "onlink"}:
-                continue   # onlink is a flag of the request; the read side leaves it out
+            if old is not None and _sans_onlink(old) == _sans_onlink(route):
+                continue   # onlink is read back (a revert needs it) but not compared
             if old is not None:
                 self.ops.append(Operation(ROUTE_DEL, netns, old["dev"], route_subject(old),
                                           params=old))
