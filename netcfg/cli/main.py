@@ -32,6 +32,7 @@ from netcfg import __version__
 from netcfg.cli.common import add_template_path_option, config_source, print_json
 from netcfg.cli.kernel_commands import add_commands
 from netcfg.compile.pipeline import DEFAULT_CONFIG, ConfigSource, compile_config, render_config
+from netcfg.compile.unsupported import inert_summary, strict_errors
 from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
                                    render_timeout_from_env)
 from netcfg.model.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid,
@@ -45,6 +46,8 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in netcfg, not in the config
 EPILOG = """\
 examples:
   netcfg check                          validate /etc/netcfg/*.tmpl
+  netcfg check --strict -c /etc/network/interfaces
+                                        refuse lines that do nothing on this host
   netcfg apply --dry-run                what apply would change on this host
   netcfg apply --confirm 60             revert unless `netcfg confirm` comes within 60 s
   netcfg apply --netns t1               only namespace t1 (and what it is connected to)
@@ -110,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", parents=[config], help="validate the config")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _add_strict_option(p)
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("plan", parents=[config],
@@ -119,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "'# netcfg: lower=off')")
     p.add_argument("--current", metavar="FILE",
                    help="current state as a JSON model (default: empty)")
+    _add_strict_option(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the plan as JSON")
     out.add_argument("--dot", action="store_true", help="print the dependency graph for graphviz")
@@ -135,6 +140,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_strict_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse lines that do nothing on this host (another program's "
+                             "settings, accepted with a warning otherwise: docs/compat.md)")
+
+
+def _compile_request(args: argparse.Namespace):
+    """The config compiled; with --strict, its inert-line warnings are errors."""
+    strict = getattr(args, "strict", False)
+    try:
+        compiled = compile_config(config_source(args))
+    except ConfigInvalid as e:
+        raise ConfigInvalid(strict_errors(e.diagnostics) if strict else e.diagnostics) from None
+    if strict:
+        diagnostics = strict_errors(compiled.warnings)
+        if any(d.severity == "error" for d in diagnostics):
+            raise ConfigInvalid(diagnostics)
+    return compiled
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     for source in render_config(config_source(args)):
         sys.stdout.write(source.text if source.text.endswith("\n") or not source.text
@@ -143,7 +168,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    compiled = compile_config(config_source(args))
+    compiled = _compile_request(args)
     model = compiled.model
     summary = {
         "ok": True,
@@ -154,6 +179,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     }
     for warning in compiled.warnings:
         print(warning.format(), file=sys.stderr)
+    summary_line = inert_summary(compiled.warnings)
+    if summary_line:
+        print(summary_line, file=sys.stderr)
     if args.json:
         summary["warnings"] = [w.to_json() for w in compiled.warnings]
         print_json(summary)
@@ -166,7 +194,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from netcfg.plan import make_plan
 
-    compiled = compile_config(config_source(args))
+    compiled = _compile_request(args)
     current = Model()
     if args.current:
         current = compile_config(ConfigSource(path=args.current), state=True).model
@@ -213,6 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigInvalid as e:
         for diagnostic in e.diagnostics:
             print(diagnostic.format(), file=sys.stderr)
+        summary_line = inert_summary(e.diagnostics)
+        if summary_line:
+            print(summary_line, file=sys.stderr)
         errors = sum(1 for d in e.diagnostics if d.severity == "error")
         print(f"netcfg: {errors} error{'s' if errors != 1 else ''}; nothing was changed",
               file=sys.stderr)

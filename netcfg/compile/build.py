@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
-from netcfg.compile.unsupported import explain
+from netcfg.compile.unsupported import explain, inert_warning
 from netcfg.compile.values import parse_value, value_notes
 from netcfg.kinds import registry
 from netcfg.kinds.common import IPV6_MIN_MTU
@@ -43,16 +43,17 @@ class _Pending:
     netns_loc: SourceLocation | None = None   # where `netns NAME` placed it
 
 
-def build_objects(parsed: ParsedConfig, report: Report) -> Model:
+def build_objects(parsed: ParsedConfig, report: Report, strict: bool = False) -> Model:
     """Typed objects from parsed stanzas; cross-object checks come later
-    (netcfg.compile.validate.finish_model)."""
+    (netcfg.compile.validate.finish_model). ``strict``: a line that does
+    nothing here (compile/unsupported.py) is an error, not a warning."""
     model = Model(lower_off_files=set(parsed.lower_off_files))
     pending: dict[tuple[str, str, str], _Pending] = {}
     for stanza in parsed.stanzas:
         _merge(stanza, pending, report)
     _bond_master_to_slaves(pending, report)
     virtual = _address_virtual_to_macvlans(pending, report)
-    builder = _ObjectBuilder(report)
+    builder = _ObjectBuilder(report, strict)
     for p in pending.values():
         obj = builder.build(p)
         if obj is not None:
@@ -210,8 +211,9 @@ def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
 class _ObjectBuilder:
     """Turns one _Pending into a ConfigObject. Holds per-run caches only."""
 
-    def __init__(self, report: Report):
+    def __init__(self, report: Report, strict: bool = False):
         self.report = report
+        self.strict = strict
         self.by_link_type = registry.kinds_by_link_type()
         self.by_attribute = registry.kinds_by_defining_attribute()
         self.owner = registry.attribute_owner()
@@ -289,10 +291,19 @@ class _ObjectBuilder:
                               f"{obj.name} is a {obj.kind}{_why_not_a_bridge(obj, owner)}",
                               raw.name)
             return
-        reason = explain(raw.name)
-        if reason:
-            self.report.error(raw.loc, f"{obj.label()}: {raw.name} is not supported: {reason}",
-                              raw.name)
+        found = explain(raw.name, raw.value)
+        if found and found.accepted:
+            # Not in the model (never the kernel's): the if-*.d hooks read it
+            # from the parsed stanzas (unsupported.hook_lines).
+            message = f"{obj.label()}: {raw.name} {found.reason}"
+            if self.strict:
+                self.report.error(raw.loc, f"{message} (refused: --strict)", raw.name)
+            else:
+                self.report.diagnostics.append(inert_warning(raw.loc, message, raw.name))
+            return
+        if found:
+            self.report.error(raw.loc, f"{obj.label()}: {raw.name} is not supported: "
+                              f"{found.reason}", raw.name)
             return
         # Suggest from every attribute: a misspelt defining attribute
         # (bridge-prots) leaves the kind undecided, so the kind's own list

@@ -1,20 +1,93 @@
-"""ifupdown2 attributes netcfg knows of but refuses, and why.
+"""Attributes of other programs: which ones netcfg accepts with a warning, which
+it refuses, and why (docs/compat.md, "Lines that do nothing here").
 
-An unsupported attribute is always an error (never silently ignored), and
-its message says which of the reasons it is, so an operator knows whether
-anything could ever make the line work:
+A name no netcfg kind has is looked up here before it is called a typo. The
+rule (issue 22):
 
-- DAEMON: the setting is a userspace program's (mstpd, clagd, batctl,
-  ovs-vswitchd), which ifupdown2 drives and netcfg does not run;
-- KERNEL: a feature the Linux kernel does not have (a vendor kernel's);
-- NOT_YET: the kernel has it and netcfg does not configure it yet.
+- a line that can do nothing on this host, because the daemon or kernel
+  feature it is for is not there (mstpd's mstpctl-*, Cumulus Linux's clagd
+  and LACP bypass, ifupdown-ng's `use`), is **accepted with a warning** at
+  its line saying why and what ifupdown2 does with it: ifupdown2 passes such
+  lines on too, and refusing them blocks moving a host to netcfg;
+- a line for a Debian package that hooks /etc/network/if-*.d itself
+  (wpasupplicant, hostapd, resolvconf, ethtool, wireless-tools) is accepted
+  with a warning naming the package and whether its hook script is there:
+  the hook, run by netcfg's if-*.d runner, reads it as IF_<KEY>;
+- a setting ifupdown2 applies and netcfg does not (yet) stays **refused**
+  (bridge-mc*, batman-*, ovs-extra...): accepting it would leave the host
+  other than the file says.
+
+`--strict` (``strict_errors``) turns the warnings of the first two kinds into
+errors. Anything else unknown is a typo, refused with "did you mean".
+
+The accepted lines never enter the model, so nothing of them reaches the
+kernel; they stay in the parsed stanzas (Compiled.parsed), where the if-*.d
+runner finds them (``hook_lines``).
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
+from netcfg.compile.syntax import ParsedConfig
+from netcfg.model.errors import Diagnostic
+from netcfg.model.location import SourceLocation
+
 DAEMON = "a setting of {daemon}, a userspace program netcfg does not run"
 KERNEL = "a feature the Linux kernel lacks"
 NOT_YET = "the kernel has it; netcfg does not configure it yet"
+
+# Where Debian packages put their ifupdown hooks; the same variable as the
+# if-*.d runner's (netcfg/ifupdown, docs/ifupdown.md).
+NETWORK_DIR_ENV = "NETCFG_NETWORK_DIR"
+DEFAULT_NETWORK_DIR = "/etc/network"
+
+
+@dataclass(frozen=True, slots=True)
+class Unsupported:
+    """What netcfg does with an attribute no kind of it has."""
+
+    reason: str
+    accepted: bool   # True: a warning (it does nothing here); False: an error
+
+
+@dataclass(frozen=True, slots=True)
+class InertLine(Diagnostic):
+    """A warning for a line accepted because it does nothing on this host (or
+    only through another package's hook): what --strict refuses."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Hook:
+    """A Debian package that reads some interfaces(5) lines in its own hook."""
+
+    package: str
+    script: str      # its file under NETWORK_DIR, e.g. if-up.d/000resolvconf
+    what: str        # what the package does with the lines
+
+
+_WPASUPPLICANT = _Hook("wpasupplicant", "if-pre-up.d/wpasupplicant",
+                       "starts wpa_supplicant for the interface")
+_HOSTAPD = _Hook("hostapd", "if-pre-up.d/hostapd", "starts hostapd with that configuration")
+_RESOLVCONF = _Hook("resolvconf", "if-up.d/000resolvconf",
+                    "hands the dns-* lines to resolvconf")
+_ETHTOOL = _Hook("ethtool", "if-pre-up.d/ethtool", "runs ethtool with them")
+_WIRELESS = _Hook("wireless-tools", "if-pre-up.d/wireless-tools", "runs iwconfig with them")
+
+# By prefix (or whole name), the packages whose hooks read the lines. Names
+# netcfg itself has (dns-nameservers, link-speed...) never get here.
+_HOOK_PREFIXES = (
+    ("wpa-", _WPASUPPLICANT),
+    ("hostapd", _HOSTAPD),
+    ("dns-", _RESOLVCONF),
+    ("ethernet-", _ETHTOOL),
+    ("hardware-irq-coalesce-", _ETHTOOL),
+    ("hardware-dma-ring-", _ETHTOOL),
+    ("offload-", _ETHTOOL),
+    ("driver-message-level", _ETHTOOL),
+    ("wireless-", _WIRELESS),
+)
 
 # mstpctl-* with the kernel STP's own spelling, where the kernel bridge has the
 # knob. ifupdown2's mstpctl addon hands every mstpctl-* to mstpctl, only while
@@ -33,37 +106,128 @@ _MSTP_KERNEL_SPELLING = {
     "mstpctl-stp": "bridge-stp",
 }
 
-EXPLANATIONS = {
+_MSTPD = ("mstpd's (Debian package mstpd, not installed with ifupdown2), which netcfg does "
+          "not drive: ifupdown2 hands mstpctl-* to mstpctl only while mstpd runs and does "
+          "nothing with them without it; the bridge keeps the kernel's STP (bridge-stp)")
+_CLAGD = ("Cumulus Linux's MLAG (clagd and its kernel), which Debian has not: nothing on "
+          "this host reads it, and Debian's ifupdown2 does nothing with it")
+
+# Inert lines, by prefix: accepted with a warning.
+_INERT_PREFIXES = (
+    ("mstpctl-", _MSTPD),
+    ("clagd-", _CLAGD),
+    ("clag-", _CLAGD),
+)
+
+_INERT_NAMES = {
     "bond-lacp-bypass-allow": (
-        f"{KERNEL}: LACP bypass is a Cumulus Linux kernel patch (IFLA_BOND_AD_LACP_BYPASS, "
-        "attribute 60, Cumulus's private range); no upstream Linux bond has it, and "
-        "Debian's ifupdown2 sends it to a kernel that ignores it. Remove the line"),
+        "LACP bypass is a Cumulus Linux kernel patch (IFLA_BOND_AD_LACP_BYPASS, attribute 60, "
+        "Cumulus's private range); no upstream Linux bond has it, and Debian's ifupdown2 "
+        "sends it to a kernel that ignores it"),
 }
 
+# ifupdown-ng's `use EXECUTOR`: the executors whose work netcfg infers from
+# the stanza's other lines (bridge-ports makes a bridge, as in ifupdown2).
+_NG_INFERRED = frozenset({"link", "static", "loopback", "bond", "bridge", "vlan", "vrf",
+                          "vxlan", "wireguard"})
 
-# Families of ifupdown2 attributes, by prefix. Valid netcfg attributes with the
-# same prefix (bridge-mcsnoop) never get here: only unknown names are explained.
-PREFIXES = (
-    ("mstpctl-", DAEMON.format(daemon="mstpd (the MSTP daemon)")
-     + "; ifupdown2 passes mstpctl-* to mstpctl only while mstpd runs and does nothing "
-       "with them without it"),
+# Refused families, by prefix. Valid netcfg attributes with the same prefix
+# (bridge-mcsnoop) never get here: only unknown names are explained.
+_REFUSED_PREFIXES = (
     ("bridge-mc", f"{NOT_YET}: this IGMP/MLD snooping tunable; bridge-mcsnoop turns "
                   "snooping on or off and bridge-mcast-vlan-snooping keeps it per VLAN"),
     ("bridge-portmc", f"{NOT_YET}: this per-port multicast setting"),
     ("batman-", DAEMON.format(daemon="batctl (B.A.T.M.A.N. mesh setup)")
-     + "; ifupdown2's batman_adv addon configures the mesh through it"),
-    ("clag", DAEMON.format(daemon="clagd (Cumulus's MLAG daemon)")),
+     + "; ifupdown2's batman_adv addon configures the mesh through it, so the line does "
+       "something there"),
     ("ovs-", "netcfg writes Open vSwitch's database with ovs-type, ovs-bridge, ovs-ports, "
              "ovs-options and ovs-mtu only (docs/ovs.md); ovs-extra (ovs-vsctl commands), "
              "ovs-bonds and tunnel or patch settings are not supported"),
 )
 
 
-def explain(attribute: str) -> str | None:
-    for prefix, reason in PREFIXES:
+def network_dir() -> str:
+    return os.environ.get(NETWORK_DIR_ENV) or DEFAULT_NETWORK_DIR
+
+
+def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Unsupported | None:
+    """What netcfg does with ``attribute`` (a name no kind has), or None when
+    it is no other program's either: a typo. ``hooks_dir``: where the
+    packages' hook scripts are looked for (default: network_dir())."""
+    for prefix, reason in _INERT_PREFIXES:
         if attribute.startswith(prefix):
             spelling = _MSTP_KERNEL_SPELLING.get(attribute)
             if spelling:
                 reason += f"; for the kernel's STP write {spelling}"
-            return reason
-    return EXPLANATIONS.get(attribute)
+            return Unsupported(f"does nothing here: it is {reason}", True)
+    if attribute in _INERT_NAMES:
+        return Unsupported(f"does nothing here: {_INERT_NAMES[attribute]}", True)
+    if attribute == "use":
+        return _ng_use(value)
+    for prefix, hook in _HOOK_PREFIXES:
+        if attribute.startswith(prefix):
+            return Unsupported(_hook_reason(hook, hooks_dir or network_dir()), True)
+    for prefix, reason in _REFUSED_PREFIXES:
+        if attribute.startswith(prefix):
+            return Unsupported(reason, False)
+    return None
+
+
+def _ng_use(value: str) -> Unsupported:
+    executors = value.split()
+    other = [e for e in executors if e not in _NG_INFERRED]
+    if not other:
+        return Unsupported("does nothing here: it is ifupdown-ng's executor selection, and "
+                           "netcfg knows what the interface "
+                           "is from its other lines (bridge-ports, bond-slaves, ...), as "
+                           "ifupdown2 does", True)
+    if "dhcp" in other:
+        return Unsupported("'use dhcp' is ifupdown-ng's DHCP: write 'iface NAME inet dhcp' "
+                           "(or inet6 dhcp) for netcfg to run a DHCP client", False)
+    return Unsupported(f"ifupdown-ng's {', '.join(other)} executor: netcfg does not do what "
+                       "it does; remove the line or configure that with netcfg's own lines",
+                       False)
+
+
+def _hook_reason(hook: _Hook, hooks_dir: str) -> str:
+    path = os.path.join(hooks_dir, hook.script)
+    present = os.access(path, os.X_OK) and os.path.isfile(path)
+    state = (f"{path} is present and gets it as IF_<KEY>" if present else
+             f"{path} is not there (is {hook.package} installed?), so nothing reads "
+             f"the line")
+    return (f"is left to the {hook.package} package's ifupdown hook, which {hook.what}, "
+            f"as under ifupdown and ifupdown2 (netcfg does not apply it itself): {state}")
+
+
+def inert_warning(loc: SourceLocation, message: str, attribute: str) -> InertLine:
+    return InertLine(loc, message, attribute, "warning")
+
+
+def strict_errors(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """``diagnostics`` with every inert-line warning made an error (--strict)."""
+    return [Diagnostic(d.loc, f"{d.message} (refused: --strict)", d.attribute, "error")
+            if isinstance(d, InertLine) else d for d in diagnostics]
+
+
+def inert_summary(diagnostics: list[Diagnostic]) -> str | None:
+    """The line counting the accepted lines that do nothing here, if any."""
+    count = sum(1 for d in diagnostics if isinstance(d, InertLine))
+    if not count:
+        return None
+    lines = "line does" if count == 1 else "lines do"
+    return (f"netcfg: {count} {lines} nothing here or only through another package's "
+            f"hook (warnings above); --strict refuses them")
+
+
+def hook_lines(parsed: ParsedConfig) -> dict[str, dict[str, str]]:
+    """{interface name: {attribute: first value}} of the lines accepted for
+    other packages' hooks, in file order: what the if-*.d runner adds to a
+    hook's environment as IF_<KEY> (the model never holds them)."""
+    found: dict[str, dict[str, str]] = {}
+    for stanza in parsed.stanzas:
+        if stanza.keyword != "iface":
+            continue
+        for raw in stanza.attributes:
+            if any(raw.name.startswith(prefix) for prefix, _ in _HOOK_PREFIXES):
+                found.setdefault(stanza.name, {}).setdefault(raw.name, raw.value)
+    return found
