@@ -21,6 +21,7 @@ from netcfg.kinds.common import IPV6_MIN_MTU
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
+from netcfg.plan.hooks import PHASES as COMMAND_ATTRIBUTES
 from netcfg.schemas.spec import PORT, AttributeSpec, group_attributes, value_checker
 
 # Consumed by the builder itself rather than stored as attributes.
@@ -196,6 +197,8 @@ def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
     p = pending.get(key)
     if p is None:
         p = pending[key] = _Pending(stanza.keyword, stanza.name, netns, stanza.loc)
+    elif p.raws:
+        attributes = _not_repeated(attributes, p.raws)
     if netns != ROOT_NETNS and p.netns_loc is None:
         p.netns_loc = placements[-1].loc
     p.raws.extend(attributes)
@@ -206,6 +209,18 @@ def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
                          f"contradicts {earlier[0]} at {earlier[1]}", stanza.family)
         if stanza.method or not earlier:
             p.methods[stanza.family] = (stanza.method or "", stanza.loc)
+
+
+def _not_repeated(attributes: list[RawAttribute], earlier: list[RawAttribute]) -> list[RawAttribute]:
+    """A later stanza's lines, without those an earlier stanza of the same
+    interface already wrote with the same value (`mtu 9000` in both its inet
+    and inet6 stanzas): ifupdown2 applies each stanza in turn, so such a line
+    is the same setting twice. Imperative lines are kept: ifupdown2 runs
+    every stanza's. A different value stays an error (the builder's "given
+    twice"): which one ifupdown2 leaves depends on its order of work."""
+    written = {(r.name, r.value) for r in earlier}
+    return [a for a in attributes
+            if a.name in COMMAND_ATTRIBUTES or (a.name, a.value) not in written]
 
 
 class _ObjectBuilder:

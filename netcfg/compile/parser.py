@@ -46,6 +46,18 @@ _RANGE = re.compile(r"\[(\d+)-(\d+)\]")
 # ifupdown2's older glob form: `glob swp1-6.100` is swp1.100 .. swp6.100.
 _GLOB = re.compile(r"^(.*?)(\d+)-(\d+)(.*)$")
 _PRAGMA_VALUES = {"lower=off": True, "lower=auto": False}
+# An inline comment: '#' at the start of the value or after white space
+# (`address 198.51.100.10/32   # Main IP`, as hosting providers' guides write).
+_INLINE_COMMENT = re.compile(r"(?:^|\s)#")
+
+
+def strip_inline_comment(text: str) -> str:
+    """``text`` without an inline comment. ifupdown ran such lines through the
+    shell, which took the comment out; ifupdown2 keeps it in the value and
+    fails on it half-way (docs/compat.md). A '#' inside a word (a passphrase's
+    ``abc#1``) is kept."""
+    match = _INLINE_COMMENT.search(text)
+    return text if match is None else text[:match.start()].rstrip()
 
 
 def expand_names(text: str) -> list[str]:
@@ -212,6 +224,9 @@ class _Parser:
             if "\t" in head:
                 head, _, more = head.partition("\t")
                 rest = f"{more} {rest}"
+            if "#" in rest and head.replace("_", "-") not in COMMAND_ATTRIBUTES:
+                # Hook lines keep theirs: the shell decides what is a comment there.
+                rest = strip_inline_comment(rest)
             if (
                 head in keywords
                 # Column 0 only: indented, these are attributes (a target's
