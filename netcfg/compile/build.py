@@ -29,6 +29,7 @@ PLACEMENT_ATTRIBUTE = "netns"
 KIND_ATTRIBUTE = "link-type"
 BOND_MASTER = "bond-master"   # the slave's side of bond-slaves (compile/build.py)
 ADDRESS_VIRTUAL = "address-virtual"   # VRR: macvlans (_address_virtual_to_macvlans)
+PPP_METHOD = "ppp"   # ifupdown's `inet ppp`, left to pon/poff (_left_to_pppd)
 
 
 @dataclass(slots=True)
@@ -52,6 +53,7 @@ def build_objects(parsed: ParsedConfig, report: Report, strict: bool = False) ->
     pending: dict[tuple[str, str, str], _Pending] = {}
     for stanza in parsed.stanzas:
         _merge(stanza, pending, report)
+    to_pppd = _left_to_pppd(pending, report, strict)
     _bond_master_to_slaves(pending, report)
     virtual = _address_virtual_to_macvlans(pending, report)
     builder = _ObjectBuilder(report, strict)
@@ -59,7 +61,7 @@ def build_objects(parsed: ParsedConfig, report: Report, strict: bool = False) ->
         obj = builder.build(p)
         if obj is not None:
             model.section(obj.section)[obj.key if obj.section == IFACE else obj.name] = obj
-    _mark_auto(parsed, model, report)
+    _mark_auto(parsed, model, report, to_pppd)
     for key, parent in virtual.items():
         obj, lower = model.interfaces.get(key), model.interfaces.get(parent)
         if obj is not None and lower is not None:
@@ -122,6 +124,30 @@ def _address_virtual_to_macvlans(pending: dict, report: Report) -> dict:
             made[(p.netns, name)] = (p.netns, p.name)
         p.raws = kept
     return made
+
+
+def _left_to_pppd(pending: dict, report: Report, strict: bool) -> set[str]:
+    """`iface NAME inet ppp` with `provider P`: ifupdown's ppp method runs
+    `pon P` and `poff P` (Debian's ppp package), and pppd makes NAME when the
+    link comes up. netcfg runs neither: the stanza is accepted with a warning
+    (an error under --strict) and NAME left out of the model, so netcfg never
+    takes pppd's device for a missing port. Returns the names left out."""
+    names = set()
+    for key, p in list(pending.items()):
+        method = p.methods.get("inet")
+        if p.section != IFACE or method is None or method[0] != PPP_METHOD:
+            continue
+        del pending[key]
+        names.add(p.name)
+        provider = next((r.value for r in p.raws if r.name == "provider"), "provider")
+        message = (f"{p.name}: inet ppp is left to the ppp package: ifupdown's ppp method "
+                   f"runs 'pon {provider}' and 'poff {provider}', and pppd makes {p.name}; "
+                   f"netcfg runs neither and leaves {p.name} alone")
+        if strict:
+            report.error(method[1], f"{message} (refused: --strict)", "inet")
+        else:
+            report.diagnostics.append(inert_warning(method[1], message, "inet"))
+    return names
 
 
 def _below_ipv6_mtu(raws: list[RawAttribute]) -> bool:
@@ -426,7 +452,8 @@ class PerPort(dict):
 MERGED_LINES = frozenset({"bridge-ports", "bond-slaves"})
 
 
-def _mark_auto(parsed: ParsedConfig, model: Model, report: Report) -> None:
+def _mark_auto(parsed: ParsedConfig, model: Model, report: Report,
+               not_ours: set[str] = frozenset()) -> None:
     """`auto NAME` brings up every interface called NAME, in any namespace.
 
     A name on an auto line with no stanza is an interface that needs no
@@ -436,6 +463,8 @@ def _mark_auto(parsed: ParsedConfig, model: Model, report: Report) -> None:
     for obj in model.interfaces.values():
         by_name.setdefault(obj.name, []).append(obj)
     for name, loc in parsed.auto.items():
+        if name in not_ours:
+            continue
         objs = by_name.get(name)
         if objs:
             for obj in objs:

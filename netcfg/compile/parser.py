@@ -361,6 +361,8 @@ class _Parser:
             return []
         if method == "auto" and family == "inet6":
             pass  # SLAAC: the kernel's accept_ra/autoconf defaults (docs/compat.md)
+        elif method == "ppp" and family == "inet":
+            pass  # ifupdown's pon/poff: left to the ppp package (compile/build.py)
         elif method is not None and method not in METHODS:
             self._unsupported(loc, "method", method, METHODS)
             return []

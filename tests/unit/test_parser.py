@@ -282,7 +282,7 @@ def test_family_and_method_errors():
         """\
         iface eth0 ipx static
             mtu 1
-        iface eth1 inet ppp
+        iface eth1 inet bootp
             mtu 2
         iface eth2 inet statik
         iface eth3 inet static extra
@@ -292,7 +292,8 @@ def test_family_and_method_errors():
     assert config.stanzas == []
     assert errors == [
         "interfaces:1: error: unsupported address family 'ipx' (supported: inet, inet6)",
-        "interfaces:3: error: unsupported method 'ppp' (supported: dhcp, loopback, manual, static)",
+        "interfaces:3: error: unsupported method 'bootp' (supported: dhcp, loopback, manual, "
+        "static)",
         "interfaces:5: error: unsupported method 'statik' (supported: dhcp, loopback, manual, static)"
         " (did you mean 'static'?)",
         "interfaces:6: error: unexpected 'extra' after 'iface eth3 inet static': "

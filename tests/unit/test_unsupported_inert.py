@@ -144,3 +144,34 @@ def test_hook_package_lines_name_the_package_and_whether_its_hook_is_there(tmp_p
         "wpa-ssid": "Home Net", "wpa-psk": "secret", "dns-sortlist": "10.0.0.0/8",
         "offload-tso": "off", "hostapd": "/etc/hostapd.conf"}}
     assert "wpa" not in str(model_to_json(compiled.model))
+
+
+def test_inet_ppp_is_left_to_pon_and_its_device_out_of_the_model(tmp_path):
+    text = ("auto dsl0\niface dsl0 inet manual\n\nauto ppp0\niface ppp0 inet ppp\n"
+            "    pre-up /bin/ip link set dsl0 up\n    provider dsl-provider\n")
+    path = _write(tmp_path, text)
+    code, _, err = _run(["check", "-c", path])
+    assert code == 0, err
+    assert (":5: warning: ppp0: inet ppp is left to the ppp package: ifupdown's ppp method runs "
+            "'pon dsl-provider' and 'poff dsl-provider', and pppd makes ppp0; netcfg runs "
+            "neither and leaves ppp0 alone") in err
+    model = compile_config(ConfigSource(path=path)).model
+    assert sorted(name for _, name in model.interfaces) == ["dsl0"]
+    code, _, err = _run(["check", "--strict", "-c", path])
+    assert code == 1
+    assert ":5: error: ppp0: inet ppp is left to the ppp package" in err
+
+
+def test_build_objects_strict_refuses_at_the_source(tmp_path):
+    """The pipeline's --strict (ConfigSource.strict) goes through build_objects."""
+    from netcfg.compile.build import build_objects
+    from netcfg.compile.parser import parse
+    from netcfg.compile.render import RenderedSource
+    from netcfg.model.errors import Report
+
+    report = Report()
+    parsed = parse([RenderedSource("interfaces", CUMULUS, None)], lambda p, loc: [], report)
+    build_objects(parsed, report, strict=True)
+    assert [(d.severity, d.loc.line) for d in report.diagnostics] == [
+        ("error", 4), ("error", 5), ("error", 10), ("error", 11)]
+    assert all(d.message.endswith("(refused: --strict)") for d in report.diagnostics)
