@@ -65,6 +65,20 @@ mount -t proc proc "$root/proc"; mounted+=("$root/proc")
 cp "$deb" "$root/root/netcfg.deb"        # also the "upgrade" in guest/checks.sh
 in_chroot() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
     DEBIAN_FRONTEND=noninteractive "$@"; }
+# netcfg-ifupdown (built beside the netcfg .deb) is installed in the VM, over
+# Debian's ifupdown2 (guest/ifupdown.sh). The VM has no network: ifupdown2's
+# .deb is fetched here (its dependencies, python3 and iproute2, are in the
+# image); the host's copy from `make ifupdown2-examples` if apt cannot.
+ifupdown_deb=$(ls "$(dirname "$deb")"/netcfg-ifupdown_*_all.deb 2>/dev/null | head -n 1 || true)
+if [ -n "$ifupdown_deb" ]; then
+    cp "$ifupdown_deb" "$root/root/netcfg-ifupdown.deb"
+    mkdir -p "$root/root/debs"
+    in_chroot sh -c 'cd /root/debs && apt-get -o APT::Sandbox::User=root download ifupdown2' \
+        > "$run/apt-download.log" 2>&1 \
+        || cp "$here"/../../.cache/deb/ifupdown2_*_all.deb "$root/root/debs/" \
+        || { cat "$run/apt-download.log"; echo "cannot get Debian's ifupdown2 .deb" >&2; exit 1; }
+    step "ifupdown2 for the VM: $(ls "$root/root/debs")"
+fi
 step "apt-get install ./$(basename "$deb") (in the chroot)"
 if ! in_chroot apt-get install -y --no-install-recommends /root/netcfg.deb > "$run/apt.log" 2>&1; then
     # The cached lists may be older than the archive: refresh once and retry.
@@ -113,7 +127,9 @@ rm -f "$root"/var/cache/apt/archives/*.deb
 step "kernel $kver modules, checks unit, image"
 mkdir -p "$root/usr/lib/modules"
 cp -a "/usr/lib/modules/$kver" "$root/usr/lib/modules/"
-install -D -m 0755 "$here/guest/checks.sh" "$root/usr/local/lib/netcfg-deb-test/checks.sh"
+for f in checks.sh ifupdown.sh ipstate.py; do
+    install -D -m 0755 "$here/guest/$f" "$root/usr/local/lib/netcfg-deb-test/$f"
+done
 install -D -m 0644 "$here/guest/netcfg-deb-test.service" "$root/etc/systemd/system/netcfg-deb-test.service"
 ln -sf ../netcfg-deb-test.service "$root/etc/systemd/system/multi-user.target.wants/netcfg-deb-test.service"
 echo netcfg-deb-test > "$root/etc/hostname"
@@ -135,20 +151,32 @@ size_mb=$(( $(du -sm "$root" | cut -f1) + 512 ))
 rm -f "$run/disk.raw"
 mkfs.ext4 -q -F -L netcfg-root -d "$root" "$run/disk.raw" "${size_mb}M"
 
-# --- boot -------------------------------------------------------------------
-step "boot under qemu (TCG, no network device; console in $run/console.log)"
-: > "$run/results.log"
-start=$SECONDS
-set +e
-timeout "$timeout_s" qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 2048 \
-    -kernel "/boot/vmlinuz-$kver" -initrd "/boot/initrd.img-$kver" \
-    -append "root=/dev/vda rw console=ttyS0 panic=-1 net.ifnames=0 systemd.show_status=1" \
-    -drive "file=$run/disk.raw,format=raw,if=virtio" \
-    -nic none -display none -monitor none -no-reboot \
-    -serial "file:$run/console.log" -serial "file:$run/results.log"
-qemu_status=$?
-set -e
-step "VM exited ($qemu_status) after $((SECONDS - start)) s"
+# --- boot ---------------------------------------------------------------------
+# boot N: one boot of the image; its checks write to results-N.log. The first
+# boot's checks end with REBOOT when they want to see the system come up again
+# (netcfg-ifupdown: networking.service at boot); the guest powers off and the
+# same disk is booted once more (-no-reboot keeps a kernel panic from looping).
+boot() {
+    local n=$1 status start=$SECONDS
+    step "boot $n under qemu (TCG, no network device; console in $run/console-$n.log)"
+    : > "$run/results-$n.log"
+    set +e
+    timeout "$timeout_s" qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 2048 \
+        -kernel "/boot/vmlinuz-$kver" -initrd "/boot/initrd.img-$kver" \
+        -append "root=/dev/vda rw console=ttyS0 panic=-1 net.ifnames=0 systemd.show_status=1" \
+        -drive "file=$run/disk.raw,format=raw,if=virtio" \
+        -nic none -display none -monitor none -no-reboot \
+        -serial "file:$run/console-$n.log" -serial "file:$run/results-$n.log"
+    status=$?
+    set -e
+    step "VM exited ($status) after $((SECONDS - start)) s"
+}
+boot 1
+cp "$run/results-1.log" "$run/results.log"
+if grep -q '^REBOOT' "$run/results-1.log"; then
+    boot 2
+    cat "$run/results-2.log" >> "$run/results.log"
+fi
 
 # --- verdict ------------------------------------------------------------------
 cat "$run/host-results.log" "$run/results.log" 2>/dev/null | tr -d '\r' > "$run/all-results.log" || true

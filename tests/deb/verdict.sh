@@ -24,6 +24,17 @@ else
     may_skip=("${daemon[@]}")
 fi
 
+# netcfg-ifupdown, when it was built beside netcfg: checks over two boots
+# (guest/ifupdown.sh), the second of which must also have finished.
+ifupdown=(ifupdown2-installed ifupdown-swap-in ifupdown-install-keeps-network ifupdown-units-verify
+          boot-networking ifquery-check-json version-proxmox ifreload-edit reload-networking
+          stop-networking swap-back-ifupdown2)
+have_ifupdown=no
+if ls "$(dirname "$deb")"/netcfg-ifupdown_*_all.deb >/dev/null 2>&1; then
+    have_ifupdown=yes
+    checks+=("${ifupdown[@]}")
+fi
+
 passed=0 failed=0 skipped=0
 for c in "${checks[@]}" "${may_skip[@]}"; do
     line=$(grep -m1 "^RESULT $c " "$results" || true)
@@ -38,6 +49,9 @@ for c in "${checks[@]}" "${may_skip[@]}"; do
         *)    failed=$((failed + 1)); echo "FAILED: $c did not report (VM hung or died?)" ;;
     esac
 done
-grep -q '^END' "$results" || { echo "FAILED: the checks did not finish"; failed=$((failed + 1)); }
+grep -q '^END$' "$results" || { echo "FAILED: the checks did not finish"; failed=$((failed + 1)); }
+if [ $have_ifupdown = yes ] && ! grep -q '^END ifupdown$' "$results"; then
+    echo "FAILED: the netcfg-ifupdown checks of the second boot did not finish"; failed=$((failed + 1))
+fi
 echo "booted package test: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -9,6 +9,12 @@
 # (systemctl show, ip -n NS ...), never on a command's exit code alone.
 set -uo pipefail
 
+# The second boot (tests/deb/run.sh boots again after REBOOT) runs only the
+# netcfg-ifupdown checks that need a reboot.
+if [ "$(cat /var/lib/netcfg-deb-test/phase 2>/dev/null)" = rebooted ]; then
+    exec /usr/local/lib/netcfg-deb-test/ifupdown.sh rebooted
+fi
+
 exec 3>/dev/ttyS1
 export LC_ALL=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 EXAMPLE=/usr/share/netcfg/examples/tenants.tmpl
@@ -253,3 +259,8 @@ else
 fi
 
 echo "END" >&3
+
+# --- netcfg-ifupdown: ifupdown2 swapped out, then a reboot (guest/ifupdown.sh)
+if [ -e /root/netcfg-ifupdown.deb ]; then
+    /usr/local/lib/netcfg-deb-test/ifupdown.sh swap-in
+fi
