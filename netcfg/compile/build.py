@@ -45,18 +45,17 @@ class _Pending:
     netns_loc: SourceLocation | None = None   # where `netns NAME` placed it
 
 
-def build_objects(parsed: ParsedConfig, report: Report, strict: bool = False) -> Model:
+def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     """Typed objects from parsed stanzas; cross-object checks come later
-    (netcfg.compile.validate.finish_model). ``strict``: a line that does
-    nothing here (compile/unsupported.py) is an error, not a warning."""
+    (netcfg.compile.validate.finish_model)."""
     model = Model(lower_off_files=set(parsed.lower_off_files))
     pending: dict[tuple[str, str, str], _Pending] = {}
     for stanza in parsed.stanzas:
         _merge(stanza, pending, report)
-    to_pppd = _left_to_pppd(pending, report, strict)
+    to_pppd = _left_to_pppd(pending, report)
     _bond_master_to_slaves(pending, report)
     virtual = _address_virtual_to_macvlans(pending, report)
-    builder = _ObjectBuilder(report, strict)
+    builder = _ObjectBuilder(report)
     for p in pending.values():
         obj = builder.build(p)
         if obj is not None:
@@ -126,11 +125,11 @@ def _address_virtual_to_macvlans(pending: dict, report: Report) -> dict:
     return made
 
 
-def _left_to_pppd(pending: dict, report: Report, strict: bool) -> set[str]:
+def _left_to_pppd(pending: dict, report: Report) -> set[str]:
     """`iface NAME inet ppp` with `provider P`: ifupdown's ppp method runs
     `pon P` and `poff P` (Debian's ppp package), and pppd makes NAME when the
     link comes up. netcfg runs neither: the stanza is accepted with a warning
-    (an error under --strict) and NAME left out of the model, so netcfg never
+    (--strict refuses it) and NAME left out of the model, so netcfg never
     takes pppd's device for a missing port. Returns the names left out."""
     names = set()
     for key, p in list(pending.items()):
@@ -143,10 +142,7 @@ def _left_to_pppd(pending: dict, report: Report, strict: bool) -> set[str]:
         message = (f"{p.name}: inet ppp is left to the ppp package: ifupdown's ppp method "
                    f"runs 'pon {provider}' and 'poff {provider}', and pppd makes {p.name}; "
                    f"netcfg runs neither and leaves {p.name} alone")
-        if strict:
-            report.error(method[1], f"{message} (refused: --strict)", "inet")
-        else:
-            report.diagnostics.append(inert_warning(method[1], message, "inet"))
+        report.diagnostics.append(inert_warning(method[1], message, "inet"))
     return names
 
 
@@ -252,9 +248,8 @@ def _not_repeated(attributes: list[RawAttribute], earlier: list[RawAttribute]) -
 class _ObjectBuilder:
     """Turns one _Pending into a ConfigObject. Holds per-run caches only."""
 
-    def __init__(self, report: Report, strict: bool = False):
+    def __init__(self, report: Report):
         self.report = report
-        self.strict = strict
         self.by_link_type = registry.kinds_by_link_type()
         self.by_attribute = registry.kinds_by_defining_attribute()
         self.owner = registry.attribute_owner()
@@ -336,11 +331,8 @@ class _ObjectBuilder:
         if found and found.accepted:
             # Not in the model (never the kernel's): the if-*.d hooks read it
             # from the parsed stanzas (unsupported.hook_lines).
-            message = f"{obj.label()}: {raw.name} {found.reason}"
-            if self.strict:
-                self.report.error(raw.loc, f"{message} (refused: --strict)", raw.name)
-            else:
-                self.report.diagnostics.append(inert_warning(raw.loc, message, raw.name))
+            self.report.diagnostics.append(
+                inert_warning(raw.loc, f"{obj.label()}: {raw.name} {found.reason}", raw.name))
             return
         if found:
             self.report.error(raw.loc, f"{obj.label()}: {raw.name} is not supported: "

@@ -22,6 +22,7 @@ from typing import Callable
 
 from netcfg.compile.render import RenderedSource
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
+from netcfg.compile.unsupported import inert_warning
 from netcfg.model.errors import ConfigInvalid, Report, did_you_mean
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.location import SourceLocation
@@ -293,15 +294,16 @@ class _Parser:
             # bridge-igmp-querier-src (addons/bridgevlan.py), which it sets with
             # `brctl setmcqv4src`: Cumulus Linux's brctl and kernel only (Debian's
             # bridge-utils has no such command, upstream no per-VLAN querier
-            # source). Its body is swallowed with the error.
-            self.report.error(
+            # source). It does nothing on this host: accepted with a warning
+            # (docs/compat.md, "Lines that do nothing here"), its body swallowed.
+            self.report.diagnostics.append(inert_warning(
                 loc,
-                "'vlan' stanzas (per-VLAN bridge settings) are not supported: their one "
-                "setting, bridge-igmp-querier-src, is Cumulus Linux's (ifupdown2 runs "
-                "'brctl setmcqv4src', which Debian's brctl and upstream Linux lack); VLANs "
-                "of a VLAN-aware bridge are set with bridge-vids and bridge-access",
+                f"vlan {' '.join(words)} does nothing here: a 'vlan' stanza's one setting, "
+                "bridge-igmp-querier-src, is Cumulus Linux's (ifupdown2 runs 'brctl "
+                "setmcqv4src', which Debian's brctl and upstream Linux lack); VLANs of a "
+                "VLAN-aware bridge are set with bridge-vids and bridge-access",
                 "vlan",
-            )
+            ))
             return []
         return None
 

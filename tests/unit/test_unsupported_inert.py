@@ -162,16 +162,22 @@ def test_inet_ppp_is_left_to_pon_and_its_device_out_of_the_model(tmp_path):
     assert ":5: error: ppp0: inet ppp is left to the ppp package" in err
 
 
-def test_build_objects_strict_refuses_at_the_source(tmp_path):
-    """The pipeline's --strict (ConfigSource.strict) goes through build_objects."""
+def test_strict_errors_refuses_the_parsers_and_the_builders_inert_lines():
+    """What the pipeline's --strict does with a compile's diagnostics."""
     from netcfg.compile.build import build_objects
     from netcfg.compile.parser import parse
     from netcfg.compile.render import RenderedSource
+    from netcfg.compile.unsupported import strict_errors
     from netcfg.model.errors import Report
 
     report = Report()
-    parsed = parse([RenderedSource("interfaces", CUMULUS, None)], lambda p, loc: [], report)
-    build_objects(parsed, report, strict=True)
+    text = CUMULUS + "\nvlan br0.10\n    bridge-igmp-querier-src 10.0.0.1\n"
+    parsed = parse([RenderedSource("interfaces", text, None)], lambda p, loc: [], report)
+    build_objects(parsed, report)
     assert [(d.severity, d.loc.line) for d in report.diagnostics] == [
-        ("error", 4), ("error", 5), ("error", 10), ("error", 11)]
-    assert all(d.message.endswith("(refused: --strict)") for d in report.diagnostics)
+        ("warning", 13), ("warning", 4), ("warning", 5), ("warning", 10), ("warning", 11)]
+    refused = strict_errors(report.diagnostics)
+    assert [(d.severity, d.loc.line) for d in refused] == [
+        ("error", 13), ("error", 4), ("error", 5), ("error", 10), ("error", 11)]
+    assert all(d.message.endswith("(refused: --strict)") for d in refused)
+    assert refused[0].message.startswith("vlan br0.10 does nothing here: a 'vlan' stanza's")
