@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""bench/ifupdown: netcfg's ifupdown2 commands against Debian's ifupdown2, on what Proxmox runs.
+
+    .venv/bin/python bench/ifupdown/run.py              # 100 vnets, 20 polls, 5+5 reloads, 4094 VLANs
+    .venv/bin/python bench/ifupdown/run.py --quick      # 5 polls, 2+2 reloads, 400 VLANs
+    .venv/bin/python bench/ifupdown/run.py --netcfgd    # netcfg's side once more beside netcfgd
+    .venv/bin/python bench/ifupdown/run.py --skip-vlans # only the Proxmox SDN host
+
+1. A Proxmox VE node with an SDN simple zone of --vnets vnets (bench/ifupdown/sdn.py writes
+   /etc/network/interfaces and interfaces.d/sdn as the installer and pve-network do). Each tool
+   gets its own sandbox, boots the host (`ifup -a`), then runs pve-network's status poll
+   `ifquery -a -c -o json` --polls times (median, p95), a no-op `ifreload -a` and a reload
+   after a one-line edit (--reloads times each). Both tools read the same files at the same
+   paths (bound over /etc/network/interfaces and interfaces.d inside the sandbox).
+2. The 4094-VLAN case of bench/compile (`vlans`: 4094 bridges x 48 ports), rendered by
+   `netcfg render`: `ifquery -a -i FILE` (parse, no kernel) and `ifquery -a -c -i FILE`
+   (against a kernel with the 48 ports and none of the bridges) for each tool.
+
+Every tool runs inside bench/common/sandbox.py's private network + mount namespace, /sys
+remounted, a tmpfs over /run and /var/tmp/network (ifupdown2's lock and state, netcfg's lock
+and netcfgd's socket). Before, the sandbox refuses to run in the host's namespaces; after
+each, run.py checks that nothing new appeared in the host's /run/netns. Times are measured
+inside the sandbox, per command (fresh process each, as Proxmox starts them). Goals are
+printed, never asserted: poll under 0.5 s.
+
+Outputs in bench/out/ifupdown/: the files, `result[-quick].json` (every figure). Exit 0, or
+1 when a tool failed a step (its stderr printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+OUT = os.path.join(REPO, "bench", "out", "ifupdown")
+sys.path.insert(0, os.path.join(REPO, "bench", "common"))
+sys.path.insert(0, HERE)
+
+import sdn  # noqa: E402
+from sandbox import (IFUPDOWN2_CONF, SYSTEM_PATH, SYSTEM_PYTHON, SandboxError,  # noqa: E402
+                     ifupdown2_conf, run_in_sandbox)
+
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+TOOLS = ("netcfg", "ifupdown2")
+POLL_GOAL_S = 0.5
+HOST_INTERFACES = "/etc/network/interfaces"
+HOST_INTERFACES_D = "/etc/network/interfaces.d"
+# /run: netcfg's lock and netcfgd's socket and ifupdown2's /run/network, private per sandbox.
+SANDBOX_TMPFS = ("/run", "/var/tmp/network")
+
+
+def host_netns_entries() -> set[str]:
+    try:
+        return set(os.listdir("/run/netns"))
+    except FileNotFoundError:
+        return set()
+
+
+def sandboxed(argv: list[str], binds: tuple[tuple[str, str], ...], timeout: float) -> dict:
+    """Run the worker in a fresh sandbox; its JSON. Refuses to go on if the host's /run/netns
+    gained an entry (nothing run here may create one there)."""
+    before = host_netns_entries()
+    r = run_in_sandbox(argv, timeout=timeout, tmpfs_dirs=SANDBOX_TMPFS, bind_files=binds,
+                       env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": "/root"})
+    new = host_netns_entries() - before
+    if new:
+        raise SystemExit(f"run.py: the host's /run/netns gained {sorted(new)}: stopping")
+    if r.returncode != 0 or r.timed_out:
+        raise SandboxError(f"worker exit {r.returncode}{' (timed out)' if r.timed_out else ''}: "
+                           f"{r.stderr[-3000:]}")
+    return json.loads(r.stdout)
+
+
+def worker_argv(mode: str, tool: str, *extra: str) -> list[str]:
+    return [SYSTEM_PYTHON, os.path.join(HERE, "worker.py"), mode, "--tool", tool,
+            "--venv-bin", VENV_BIN, "--host-netns", os.readlink("/proc/self/ns/net"),
+            "--host-mntns", os.readlink("/proc/self/ns/mnt"), *extra]
+
+
+def write_host(vnets: int) -> tuple[str, str, str]:
+    """The node's files in bench/out/ifupdown, and ifupdown2.conf naming the usual path."""
+    os.makedirs(os.path.join(OUT, "interfaces.d"), exist_ok=True)
+    interfaces = os.path.join(OUT, "interfaces")
+    with open(interfaces, "w") as f:
+        f.write(sdn.host_interfaces())
+    sdn_file = os.path.join(OUT, "interfaces.d", "sdn")
+    with open(sdn_file, "w") as f:
+        f.write(sdn.sdn_interfaces(sdn.vnets(vnets)))
+    conf = os.path.join(OUT, "ifupdown2.conf")
+    with open(conf, "w") as f:
+        f.write(ifupdown2_conf(HOST_INTERFACES))
+    return interfaces, sdn_file, conf
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def p95(xs: list[float]) -> float:
+    """Nearest rank: with 20 samples, the 19th smallest."""
+    if not xs:
+        return float("nan")
+    ordered = sorted(xs)
+    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
+
+
+def ratio(peer: float, ours: float) -> str:
+    return f"{peer / ours:.2f}x" if ours > 0 else "-"
+
+
+def sdn_rows(results: dict[str, dict]) -> list[tuple[str, dict[str, tuple[float, float, str]]]]:
+    """(what, {tool: (wall, cpu, extra)}) per table row."""
+    rows = []
+
+    def add(what, pick):
+        cells = {}
+        for tool, r in results.items():
+            cells[tool] = pick(r)
+        rows.append((what, cells))
+
+    add("boot: ifup -a", lambda r: (r["boot"]["wall"], r["boot"]["cpu"], f"rc {r['boot']['rc']}"))
+    add("poll: ifquery -a -c -o json, median", lambda r: (
+        median([p["wall"] for p in r["polls"]]), median([p["cpu"] for p in r["polls"]]),
+        "pass {}/{}".format(r["polls"][-1].get("pass"), r["polls"][-1].get("interfaces"))))
+    add("poll: p95", lambda r: (p95([p["wall"] for p in r["polls"]]),
+                                p95([p["cpu"] for p in r["polls"]]), ""))
+    add("ifreload -a, nothing changed (median)", lambda r: (
+        median([x["wall"] for x in r["reload_noop"]]), median([x["cpu"] for x in r["reload_noop"]]),
+        f"wrong after: {len(r['census_noop']['wrong'])}"))
+    add("ifreload -a after a one-line edit (median)", lambda r: (
+        median([x["wall"] for x in r["reload_edit"]]), median([x["cpu"] for x in r["reload_edit"]]),
+        "applied {}/{}".format(sum(x["applied"] for x in r["reload_edit"]), len(r["reload_edit"]))))
+    return rows
+
+
+def print_table(title: str, rows, tools: list[str]) -> None:
+    print(f"\n{title}")
+    head = f"{'':44}" + "".join(f"{t + ' wall':>16}{'cpu':>8}" for t in tools)
+    if len(tools) == 2:
+        head += f"{'ratio wall':>12}{'ratio cpu':>11}"
+    print(head)
+    for what, cells in rows:
+        line = f"{what:44}" + "".join(
+            f"{cells[t][0]:>14.3f} s{cells[t][1]:>7.3f}" if t in cells else f"{'-':>24}"
+            for t in tools)
+        if len(tools) == 2 and all(t in cells for t in tools):
+            (nw, nc, _), (pw, pc, _) = cells[tools[0]], cells[tools[1]]
+            line += f"{ratio(pw, nw):>12}{ratio(pc, nc):>11}"
+        print(line)
+        notes = "; ".join(f"{t}: {cells[t][2]}" for t in tools if t in cells and cells[t][2])
+        if notes:
+            print(f"{'':46}{notes}")
+
+
+def bench_sdn(args, binds, sdn_file, tools) -> dict[str, dict]:
+    results = {}
+    for tool in tools:
+        print(f"sdn: {tool}: {args.vnets} vnets, {args.polls} polls, {args.reloads}+"
+              f"{args.reloads} reloads", file=sys.stderr, flush=True)
+        extra = ["--sdn", sdn_file, "--vnets", str(args.vnets), "--polls", str(args.polls),
+                 "--reloads", str(args.reloads)]
+        results[tool] = sandboxed(worker_argv("sdn", tool, *extra), binds, timeout=900)
+        if args.netcfgd and tool == "netcfg":
+            print("sdn: netcfg + netcfgd", file=sys.stderr, flush=True)
+            results["netcfg + netcfgd"] = sandboxed(
+                worker_argv("sdn", tool, *extra, "--netcfgd"), binds, timeout=900)
+    return results
+
+
+def bench_vlans(args, tools) -> dict[str, dict]:
+    path = os.path.join(OUT, f"vlans-{args.vlans}x{args.ports}.interfaces")
+    rendered = subprocess.run(
+        [os.path.join(VENV_BIN, "netcfg"), "render", "-c", os.path.join(REPO, "bench", "compile",
+                                                                        "vlans"),
+         "--set", f"vlans={args.vlans}", "--set", f"ports={args.ports}"],
+        capture_output=True, text=True, check=True).stdout
+    with open(path, "w") as f:
+        f.write(rendered)
+    conf = os.path.join(OUT, "ifupdown2-vlans.conf")
+    with open(conf, "w") as f:
+        f.write(ifupdown2_conf(path))
+    results = {}
+    for tool in tools:
+        runs = args.vlan_runs if tool == "netcfg" else args.peer_vlan_runs
+        print(f"vlans: {tool}: {args.vlans} x {args.ports}, {runs} run(s)", file=sys.stderr,
+              flush=True)
+        results[tool] = sandboxed(
+            worker_argv("vlans", tool, "--file", path, "--ports", str(args.ports),
+                        "--runs", str(runs)),
+            ((conf, IFUPDOWN2_CONF),), timeout=3600)
+    return results
+
+
+def vlan_rows(results: dict[str, dict]):
+    rows = []
+    for key, what in (("query", "ifquery -a -i FILE (no kernel), best"),
+                      ("check", "ifquery -a -c -i FILE, best")):
+        cells = {}
+        for tool, r in results.items():
+            best = min((run[key] for run in r["runs"]), key=lambda x: x["wall"])
+            extra = f"rc {best['rc']}"
+            if key == "check":
+                extra += f", [pass] {best['pass']} [fail] {best['fail']} lines"
+            cells[tool] = (best["wall"], best["cpu"], extra)
+        rows.append((what, cells))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--vnets", type=int, default=100)
+    p.add_argument("--polls", type=int, default=20)
+    p.add_argument("--reloads", type=int, default=5)
+    p.add_argument("--vlans", type=int, default=4094)
+    p.add_argument("--ports", type=int, default=48)
+    p.add_argument("--vlan-runs", type=int, default=3, help="netcfg's runs of the vlans case")
+    p.add_argument("--peer-vlan-runs", type=int, default=1, help="ifupdown2's (~30 s+ each)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--netcfgd", action="store_true",
+                   help="also run netcfg's side beside a running netcfgd")
+    p.add_argument("--only", action="append", choices=TOOLS)
+    p.add_argument("--skip-vlans", action="store_true")
+    p.add_argument("--skip-sdn", action="store_true")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.polls, args.reloads, args.vlans, args.vlan_runs = 5, 2, 400, 1
+    if os.geteuid() != 0:
+        print("run.py: needs root (the sandboxes are namespaces)", file=sys.stderr)
+        return 2
+    for path in (HOST_INTERFACES, HOST_INTERFACES_D, IFUPDOWN2_CONF, "/usr/sbin/ifquery"):
+        if not os.path.exists(path):
+            print(f"run.py: {path} missing: apt-get install ifupdown2 python3-mako "
+                  f"(make bench-deps)", file=sys.stderr)
+            return 2
+    tools = args.only or list(TOOLS)
+    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    print(f"bench/ifupdown at {head}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    interfaces, sdn_file, conf = write_host(args.vnets)
+    binds = ((interfaces, HOST_INTERFACES), (os.path.dirname(sdn_file), HOST_INTERFACES_D),
+             (conf, IFUPDOWN2_CONF))
+    report: dict = {"commit": head, "args": vars(args)}
+    try:
+        if not args.skip_sdn:
+            report["sdn"] = bench_sdn(args, binds, sdn_file, tools)
+            columns = list(report["sdn"])
+            print_table(f"Proxmox node, SDN simple zone, {args.vnets} vnets (goal: poll < "
+                        f"{POLL_GOAL_S} s; ratio = ifupdown2 / netcfg)",
+                        sdn_rows(report["sdn"]), columns[:1] + [c for c in columns[1:]
+                                                                if c == "ifupdown2"])
+            if "netcfg + netcfgd" in report["sdn"]:
+                print_table("netcfg beside a running netcfgd (ratio = ifupdown2 / netcfg+netcfgd)",
+                            sdn_rows(report["sdn"]),
+                            ["netcfg + netcfgd"] + [c for c in columns if c == "ifupdown2"])
+            for name, r in report["sdn"].items():
+                for note in r["notes"]:
+                    print(f"note: {name}: {note}")
+        if not args.skip_vlans:
+            report["vlans"] = bench_vlans(args, tools)
+            print_table(f"{args.vlans} per-VLAN bridges x {args.ports} ports (bench/compile "
+                        f"vlans; ratio = ifupdown2 / netcfg)", vlan_rows(report["vlans"]),
+                        list(report["vlans"]))
+    except SandboxError as e:
+        print(f"run.py: {e}", file=sys.stderr)
+        return 1
+    finally:
+        name = "result-quick.json" if args.quick else "result.json"
+        with open(os.path.join(OUT, name), "w") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
