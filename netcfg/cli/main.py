@@ -32,7 +32,7 @@ from netcfg import __version__
 from netcfg.cli.common import add_template_path_option, config_source, print_json
 from netcfg.cli.kernel_commands import add_commands
 from netcfg.compile.pipeline import DEFAULT_CONFIG, ConfigSource, compile_config, render_config
-from netcfg.compile.unsupported import inert_summary, strict_errors
+from netcfg.compile.unsupported import inert_count, inert_summary, strict_errors
 from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
                                    render_timeout_from_env)
 from netcfg.model.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid,
@@ -184,6 +184,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(summary_line, file=sys.stderr)
     if args.json:
         summary["warnings"] = [w.to_json() for w in compiled.warnings]
+        summary["lines_doing_nothing_here"] = inert_count(compiled.warnings)
         print_json(summary)
     else:
         print(f"ok: {summary['interfaces']} interfaces in {summary['namespaces'] + 1} namespaces, "

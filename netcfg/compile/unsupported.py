@@ -209,9 +209,14 @@ def strict_errors(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
             if isinstance(d, InertLine) else d for d in diagnostics]
 
 
+def inert_count(diagnostics: list[Diagnostic]) -> int:
+    """How many accepted lines do nothing here (or only through a hook)."""
+    return sum(1 for d in diagnostics if isinstance(d, InertLine))
+
+
 def inert_summary(diagnostics: list[Diagnostic]) -> str | None:
     """The line counting the accepted lines that do nothing here, if any."""
-    count = sum(1 for d in diagnostics if isinstance(d, InertLine))
+    count = inert_count(diagnostics)
     if not count:
         return None
     lines = "line does" if count == 1 else "lines do"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import stat
 
@@ -61,6 +62,10 @@ def test_daemon_lines_are_warnings_at_their_line_with_a_summary(tmp_path):
     assert "netcfg: 4 lines do nothing here or only through another package's hook " \
            "(warnings above); --strict refuses them" in lines
     assert out.startswith("ok: ")
+    code, out, _ = _run(["check", "--json", "-c", _write(tmp_path, CUMULUS)])
+    result = json.loads(out)
+    assert (code, result["lines_doing_nothing_here"]) == (0, 4)
+    assert [w["line"] for w in result["warnings"]] == [4, 5, 10, 11]
 
 
 def test_strict_refuses_them_on_check_and_plan(tmp_path):
