@@ -2,7 +2,9 @@
 # The booted-package test: install the .deb with apt into a debootstrapped
 # Debian bookworm, boot that with systemd as PID 1 under qemu (TCG, Debian's
 # 6.12 kernel) and read the checks' results (guest/checks.sh) back from the
-# VM's second serial port.
+# VM's second serial port. When netcfg-ifupdown's .deb sits beside the
+# netcfg one, the guest installs it over Debian's ifupdown2 and asks for a
+# second boot (guest/ifupdown.sh), which this script gives it.
 #
 #   tests/deb/run.sh PATH/netcfg_VERSION_ARCH.deb [SOURCE-DIR]
 #
