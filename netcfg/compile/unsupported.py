@@ -164,6 +164,12 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
         return Unsupported(f"does nothing here: {_INERT_NAMES[attribute]}", True)
     if attribute == "use":
         return _ng_use(value)
+    if attribute == "requires":
+        return Unsupported("ifupdown-ng's ordering dependency (bring these up first): netcfg "
+                           "does not order by it yet, and accepting it would claim an order "
+                           "the apply does not keep; netcfg orders by what the lines say "
+                           "(bridge-ports, bond-slaves, vlan-raw-device, vrf, routes' dev)",
+                           False)
     for prefix, hook in _HOOK_PREFIXES:
         if attribute.startswith(prefix):
             return Unsupported(_hook_reason(hook, hooks_dir or network_dir()), True)

@@ -107,6 +107,9 @@ def test_typos_and_settings_ifupdown2_applies_stay_errors(tmp_path):
     assert ":5: error: br0: batman-ifaces is not supported: a setting of batctl" in err
     assert ":6: error: br0: bridge-mcfoo is not supported: the kernel has it" in err
     assert ":7: error: br0: ovs-extra is not supported" in err
+    code, _, err = _run(["check", "-c", _write(tmp_path, "iface br1\n    requires br0\n")])
+    assert code == 1
+    assert ":2: error: br1: requires is not supported: ifupdown-ng's ordering dependency" in err
 
 
 def test_ifupdown_ng_use_is_inert_for_inferred_executors_and_refused_for_dhcp(tmp_path):
