@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
-from netcfg.compile.unsupported import explain, inert_warning
+from netcfg.compile.unsupported import INERT_NOTE_SYNTAXES, explain, inert_warning
 from netcfg.compile.values import parse_value, value_notes
 from netcfg.kinds import registry
 from netcfg.kinds.common import IPV6_MIN_MTU
@@ -366,7 +366,7 @@ class _ObjectBuilder:
                 self.scalar_cache[cache_key] = value
         if spec.syntax:
             for note in value_notes(spec, raw.value):
-                self.report.warning(raw.loc, f"{obj.label()}: {name}: {note}", name)
+                self._note(spec, raw.loc, f"{obj.label()}: {name}: {note}")
         if name in obj.attrs:
             if spec.repeatable:
                 obj.attrs[name] = obj.attrs[name] + value
@@ -386,6 +386,14 @@ class _ObjectBuilder:
         obj.attrs[name] = value
         obj.locs[name] = raw.loc
 
+
+    def _note(self, spec: AttributeSpec, loc: SourceLocation, message: str) -> None:
+        """A value's note: a warning; one about a part that does nothing on
+        this host (unsupported.INERT_NOTE_SYNTAXES) is one --strict refuses."""
+        if spec.syntax in INERT_NOTE_SYNTAXES:
+            self.report.diagnostics.append(inert_warning(loc, message, spec.name))
+        else:
+            self.report.warning(loc, message, spec.name)
 
     def _add_per_port(self, obj: ConfigObject, spec: AttributeSpec, raw: RawAttribute) -> None:
         """ifupdown2's per-port form on the bridge (`bridge-pathcosts swp1=4
@@ -423,7 +431,7 @@ class _ObjectBuilder:
                 self.report.error(raw.loc, f"{obj.label()}: {name} {entry}: {messages[0]}", name)
                 return
             for note in value_notes(spec, text):
-                self.report.warning(raw.loc, f"{obj.label()}: {name} {entry}: {note}", name)
+                self._note(spec, raw.loc, f"{obj.label()}: {name} {entry}: {note}")
             if port in per_port and per_port[port] != value:
                 self.report.error(raw.loc, f"{obj.label()}: {name} gives {port} two values "
                                   f"({per_port[port]!r}, {value!r})", name)

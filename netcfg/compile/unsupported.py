@@ -146,6 +146,12 @@ _REFUSED_PREFIXES = (
 )
 
 
+# Value syntaxes whose notes (compile/values.py NOTES) are about a part of the
+# value that does nothing on this host: Cumulus's pvst and cdp in
+# bridge-l2protocol-tunnel. Those notes are inert-line warnings too.
+INERT_NOTE_SYNTAXES = frozenset({"l2protocols"})
+
+
 def network_dir() -> str:
     return os.environ.get(NETWORK_DIR_ENV) or DEFAULT_NETWORK_DIR
 
