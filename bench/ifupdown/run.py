@@ -150,9 +150,12 @@ def print_table(title: str, rows, tools: list[str]) -> None:
         line = f"{what:44}" + "".join(
             f"{cells[t][0]:>14.3f} s{cells[t][1]:>7.3f}" if t in cells else f"{'-':>24}"
             for t in tools)
-        if len(tools) == 2 and all(t in cells for t in tools):
+        failed = any(c[2].startswith("FAILED") for c in cells.values())
+        if len(tools) == 2 and all(t in cells for t in tools) and not failed:
             (nw, nc, _), (pw, pc, _) = cells[tools[0]], cells[tools[1]]
             line += f"{ratio(pw, nw):>12}{ratio(pc, nc):>11}"
+        elif failed:
+            line += f"{'(no ratio: a tool failed)':>23}"
         print(line)
         notes = "; ".join(f"{t}: {cells[t][2]}" for t in tools if t in cells and cells[t][2])
         if notes:
@@ -201,13 +204,21 @@ def bench_vlans(args, tools) -> dict[str, dict]:
 def vlan_rows(results: dict[str, dict]):
     rows = []
     for key, what in (("query", "ifquery -a -i FILE (no kernel), best"),
-                      ("check", "ifquery -a -c -i FILE, best")):
+                      ("check", "ifquery -a -c -i FILE, best"),
+                      ("engine", "netcfg query --check -c FILE (the engine)")):
         cells = {}
         for tool, r in results.items():
+            if key not in r["runs"][0]:
+                continue
             best = min((run[key] for run in r["runs"]), key=lambda x: x["wall"])
             extra = f"rc {best['rc']}"
             if key == "check":
                 extra += f", [pass] {best['pass']} [fail] {best['fail']} lines"
+            if key == "engine":
+                extra += f", {best['drift']} drift lines"
+            if best["rc"] not in (0, 1) or (key == "check" and not best["pass"] + best["fail"]):
+                # No verdicts printed: the command failed; its time is not a check's time.
+                extra = f"FAILED ({extra}): {best['stderr_tail'].strip()[-120:]}"
             cells[tool] = (best["wall"], best["cpu"], extra)
         rows.append((what, cells))
     return rows
