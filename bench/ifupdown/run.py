@@ -155,7 +155,7 @@ def print_table(title: str, rows, tools: list[str]) -> None:
             (nw, nc, _), (pw, pc, _) = cells[tools[0]], cells[tools[1]]
             line += f"{ratio(pw, nw):>12}{ratio(pc, nc):>11}"
         elif failed:
-            line += f"{'(no ratio: a tool failed)':>23}"
+            line += "  (no ratio: a tool failed)"
         print(line)
         notes = "; ".join(f"{t}: {cells[t][2]}" for t in tools if t in cells and cells[t][2])
         if notes:
@@ -224,6 +224,18 @@ def vlan_rows(results: dict[str, dict]):
     return rows
 
 
+def print_profile(profile: dict) -> None:
+    phases = profile["phases_median_s"]
+    print("\nWhere netcfg's poll goes (medians, each a fresh interpreter, in-process timers)")
+    print(f"  {'interpreter start and exit (python -c pass)':46}"
+          f"{profile['interpreter_start_s'] * 1000:7.1f} ms")
+    for name, seconds in phases.items():
+        print(f"  {name.replace('_', ' '):46}{seconds * 1000:7.1f} ms")
+    print("  largest imports (-X importtime, cumulative):")
+    for row in profile["top_imports"][:10]:
+        print(f"    {'  ' * row['depth']}{row['module']:40}{row['cumulative_ms']:7.1f} ms")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--vnets", type=int, default=100)
@@ -239,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", choices=TOOLS)
     p.add_argument("--skip-vlans", action="store_true")
     p.add_argument("--skip-sdn", action="store_true")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile netcfg's poll (phases, interpreter start, imports)")
     args = p.parse_args(argv)
     if args.quick:
         args.polls, args.reloads, args.vlans, args.vlan_runs = 5, 2, 400, 1
@@ -274,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             for name, r in report["sdn"].items():
                 for note in r["notes"]:
                     print(f"note: {name}: {note}")
+        if args.profile:
+            report["profile"] = sandboxed(worker_argv("profile", "netcfg", "--polls",
+                                                      str(max(args.polls, 5))), binds, 600)
+            print_profile(report["profile"])
         if not args.skip_vlans:
             report["vlans"] = bench_vlans(args, tools)
             print_table(f"{args.vlans} per-VLAN bridges x {args.ports} ports (bench/compile "

@@ -144,6 +144,16 @@ def brief_err(run: dict) -> str:
     return run["stderr"][-1500:]
 
 
+def plug_in_nic() -> None:
+    """The node's NIC, a veth whose peer is up (a cable plugged in), and /run/network."""
+    # A Debian host has /run/network (ifupdown2's lock and state dir; without it ifupdown2
+    # reports its lock as held, exit 89); the sandbox's /run is an empty tmpfs.
+    os.makedirs("/run/network", exist_ok=True)
+    subprocess.run(["ip", "link", "add", sdn.NIC, "type", "veth", "peer", "name",
+                    f"{sdn.NIC}p"], check=True)
+    subprocess.run(["ip", "link", "set", f"{sdn.NIC}p", "up"], check=True)
+
+
 def start_netcfgd(tool: Tool) -> subprocess.Popen:
     """netcfgd on the same file the commands read, its socket in the sandbox's /run."""
     log = open("/run/netcfgd.log", "ab")
@@ -194,9 +204,20 @@ def run_vlans(args: argparse.Namespace, tool: Tool) -> dict:
     return out
 
 
+def run_profile(args: argparse.Namespace, tool: Tool) -> dict:
+    """netcfg only: boot the node, then profile_poll.py (phases of the poll, imports)."""
+    boot = timed(tool.argv("ifup", "-a"), tool.env())
+    if boot["rc"] != 0:
+        raise RuntimeError(f"ifup -a exit {boot['rc']}: {brief_err(boot)}")
+    python = os.path.join(tool.venv_bin, "python")
+    proc = subprocess.run([python, os.path.join(HERE, "profile_poll.py"), str(args.polls)],
+                          env=tool.env(), capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=("sdn", "vlans"))
+    p.add_argument("mode", choices=("sdn", "vlans", "profile"))
     p.add_argument("--tool", choices=("netcfg", "ifupdown2"), required=True)
     p.add_argument("--venv-bin", required=True)
     p.add_argument("--host-netns", required=True)
@@ -216,19 +237,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "vlans":
         json.dump(run_vlans(args, tool), sys.stdout)
         return 0
+    plug_in_nic()
+    if args.mode == "profile":
+        json.dump(run_profile(args, tool), sys.stdout)
+        return 0
     env = tool.env()
     nets = sdn.vnets(args.vnets)
     with open(args.sdn) as f:
         original = f.read()
     addresses = {v.name: v.gateway.with_prefixlen for v in nets}
     out: dict = {"tool": args.tool, "netcfgd": args.netcfgd, "notes": []}
-
-    # A Debian host has /run/network (ifupdown2's lock and state dir; without it ifupdown2
-    # reports its lock as held, exit 89); the sandbox's /run is an empty tmpfs.
-    os.makedirs("/run/network", exist_ok=True)
-    subprocess.run(["ip", "link", "add", sdn.NIC, "type", "veth", "peer", "name",
-                    f"{sdn.NIC}p"], check=True)
-    subprocess.run(["ip", "link", "set", f"{sdn.NIC}p", "up"], check=True)
 
     boot = timed(tool.argv("ifup", "-a"), env)
     out["boot"] = summary(boot)
