@@ -20,6 +20,7 @@ from netcfg.compile.jsonform import load_json, model_from_json
 from netcfg.compile.parser import parse
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
 from netcfg.compile.syntax import ParsedConfig
+from netcfg.compile.variables import variable_problems
 from netcfg.compile.validate import finish_model
 from netcfg.model.errors import ConfigInvalid, Diagnostic, Report
 from netcfg.model.gcpause import gc_paused
@@ -71,17 +72,26 @@ def shipped_lib_dir() -> str:
 
 
 def load_variables(source: ConfigSource) -> dict[str, Any]:
-    """vars.json in the config directory, overridden by --set."""
+    """vars.json in the config directory, overridden by --set; a value with
+    a control character in it is refused (netcfg/compile/variables.py)."""
     variables: dict[str, Any] = {}
+    problems: list[Diagnostic] = []
     path = os.path.join(source.directory, VARS_FILE)
     if os.path.isdir(source.path) and os.path.exists(path):
         report = Report()
-        loaded = load_json(_read(path), path, report)
+        text = _read(path)
+        loaded = load_json(text, path, report)
         report.raise_if_errors()
         if not isinstance(loaded, dict):
             raise ConfigInvalid([Diagnostic(SourceLocation(path, 1),
                                             "expected a JSON object of template variables")])
+        problems += variable_problems(
+            {k: v for k, v in loaded.items() if k not in source.variables},
+            SourceLocation(path, 1), text)
         variables.update(loaded)
+    problems += variable_problems(source.variables, None)
+    if problems:
+        raise ConfigInvalid(problems)
     variables.update(source.variables)
     return variables
 

@@ -10,11 +10,20 @@ all: netlink would cut the name there and make another device.
 A namespace name becomes the file /run/netns/NAME: the schema's pattern
 (letters, digits, '_', '.', '-', at most 64) keeps '/', NUL and white
 space out, and "." and ".." are the directory itself and its parent.
+
+What the kernel takes is not all a person can read (issue 24, L5): the
+same 'brü' can be written in two Unicode spellings (NFC: one code point
+for 'ü'; NFD: 'u' and a combining mark), which are different bytes and so
+two devices that look alike; a bidi control (U+202E) turns the rest of a
+line around on the screen; an ESC starts a terminal sequence. Such names
+are refused with the reason rather than normalised: a normalised name
+would not be the bytes the operator wrote, nor the one the kernel has.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from netcfg.model.errors import Report, quote
 from netcfg.model.model import Model
@@ -39,8 +48,12 @@ def ifname_problem(name: str) -> str | None:
 
 
 def _ifname_rules_problem(name: str) -> str | None:
-    """dev_valid_name's rules spelt out, byte by byte, with the reason."""
-    raw = name.encode("utf-8", "surrogateescape")
+    """dev_valid_name's rules spelt out, byte by byte, with the reason; then
+    what would make the name misread (unreadable_problem)."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:   # a lone surrogate, from a JSON "\ud800" escape
+        return "it is not valid Unicode text"
     if not raw:
         return "it is empty"
     if len(raw) >= IFNAMSIZ:
@@ -57,7 +70,30 @@ def _ifname_rules_problem(name: str) -> str | None:
                     "space (a non-ASCII letter such as 'à' has it)")
         if byte in _KERNEL_SPACE:
             return "it contains white space"
+    return unreadable_problem(name)
+
+
+def unreadable_problem(name: str) -> str | None:
+    """Why ``name`` would be misread by a person or a terminal, or None:
+    a control or format character (ESC, U+202E, a zero-width joiner), or a
+    spelling other than NFC, whose look-alike NFC twin is another name."""
+    for char in name:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            kind = "a control" if category == "Cc" else "an invisible formatting"
+            if category == "Cf" and unicodedata.bidirectional(char) in _BIDI_CONTROLS:
+                kind = "a bidirectional-text control"
+            return f"it contains {kind} character (U+{ord(char):04X})"
+    if not name.isascii() and not unicodedata.is_normalized("NFC", name):
+        nfc = unicodedata.normalize("NFC", name)
+        return (f"it is not in Unicode NFC form, so it is a different name from the "
+                f"look-alike {nfc!r} (write it as that, in NFC)")
     return None
+
+
+# unicodedata.bidirectional() of the embedding, override and isolate controls
+# (U+202A..U+202E, U+2066..U+2069).
+_BIDI_CONTROLS = frozenset(("LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI"))
 
 
 def netns_name_problem(name: str) -> str | None:

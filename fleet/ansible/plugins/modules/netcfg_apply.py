@@ -147,6 +147,30 @@ from ansible_collections.netcfg.fleet.plugins.module_utils.netcfg_cli import (
 APPLY_WAIT_S = 300
 
 
+def control_character_in(value, path):
+    """(where, 'U+XXXX') of the first string in VALUE (lists and dicts
+    walked, keys too) with a control character or a Unicode line separator,
+    or None. netcfg pastes variables into config lines as they are: a
+    newline in one would add lines, a post-up among them run as root (issue
+    24, M11). netcfg refuses them too; this says so before anything is staged."""
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            found = (control_character_in(key, "%s (a key)" % path)
+                     or control_character_in(sub, "%s[%r]" % (path, key)))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, sub in enumerate(value):
+            found = control_character_in(sub, "%s[%d]" % (path, index))
+            if found:
+                return found
+    elif isinstance(value, str):
+        for char in value:
+            if ord(char) < 0x20 or 0x7f <= ord(char) <= 0x9f or char in u"\u2028\u2029":
+                return path, "U+%04X" % ord(char)
+    return None
+
+
 def write_tree(directory, files, variables):
     """The config as netcfg reads it: FILES (relative name -> text) and
     VARIABLES merged over their vars.json."""
@@ -239,6 +263,12 @@ def main():
     timeout = module.params["confirm_timeout"]
     if not 0 < timeout <= 86400:
         module.fail_json(msg="confirm_timeout must be more than 0 and at most 86400 seconds")
+    for name, value in sorted(module.params["vars"].items()):
+        bad = control_character_in(value, name)
+        if bad:
+            module.fail_json(msg="vars: %s contains the control character %s; template "
+                                 "variables are pasted into config lines, so they must not "
+                                 "contain control characters (a newline would add lines)" % bad)
     netcfg = netcfg_executable(module)
     dest = module.params["dest"].rstrip("/")
     waiting = read_record(module)
