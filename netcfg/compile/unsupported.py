@@ -236,15 +236,17 @@ def inert_summary(diagnostics: list[Diagnostic]) -> str | None:
             f"hook (warnings above); --strict refuses them")
 
 
-def hook_lines(parsed: ParsedConfig) -> dict[str, dict[str, str]]:
-    """{interface name: {attribute: first value}} of the lines accepted for
-    other packages' hooks, in file order: what the if-*.d runner adds to a
-    hook's environment as IF_<KEY> (the model never holds them)."""
-    found: dict[str, dict[str, str]] = {}
+def hook_lines(parsed: ParsedConfig) -> dict[tuple[str, str], dict[str, str]]:
+    """{(netns, interface name): {attribute: first value}}, keyed as the
+    model's interfaces are, of the lines accepted for other packages' hooks:
+    what the if-*.d runner adds to a hook's environment as IF_<KEY> (the
+    model never holds them)."""
+    found: dict[tuple[str, str], dict[str, str]] = {}
     for stanza in parsed.stanzas:
         if stanza.keyword != "iface":
             continue
+        netns = next((r.value for r in reversed(stanza.attributes) if r.name == "netns"), "")
         for raw in stanza.attributes:
             if any(raw.name.startswith(prefix) for prefix, _ in _HOOK_PREFIXES):
-                found.setdefault(stanza.name, {}).setdefault(raw.name, raw.value)
+                found.setdefault((netns, stanza.name), {}).setdefault(raw.name, raw.value)
     return found

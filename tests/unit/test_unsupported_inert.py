@@ -148,7 +148,7 @@ def test_hook_package_lines_name_the_package_and_whether_its_hook_is_there(tmp_p
     assert ":7: warning: wlan0: hostapd is left to the hostapd package's" in err
     assert "netcfg: 5 lines do nothing here" in err
     compiled = compile_config(ConfigSource(path=path))
-    assert hook_lines(compiled.parsed) == {"wlan0": {
+    assert hook_lines(compiled.parsed) == {("", "wlan0"): {
         "wpa-ssid": "Home Net", "wpa-psk": "secret", "dns-sortlist": "10.0.0.0/8",
         "offload-tso": "off", "hostapd": "/etc/hostapd.conf"}}
     assert "wpa" not in str(model_to_json(compiled.model))
