@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from netcfg.compile.syntax import ParsedConfig
 from netcfg.model.errors import Diagnostic
 from netcfg.model.location import SourceLocation
+from netcfg.model.model import ROOT_NETNS
 
 DAEMON = "a setting of {daemon}, a userspace program netcfg does not run"
 KERNEL = "a feature the Linux kernel lacks"
@@ -245,7 +246,8 @@ def hook_lines(parsed: ParsedConfig) -> dict[tuple[str, str], dict[str, str]]:
     for stanza in parsed.stanzas:
         if stanza.keyword != "iface":
             continue
-        netns = next((r.value for r in reversed(stanza.attributes) if r.name == "netns"), "")
+        netns = next((r.value for r in reversed(stanza.attributes) if r.name == "netns"),
+                     ROOT_NETNS)
         for raw in stanza.attributes:
             if any(raw.name.startswith(prefix) for prefix, _ in _HOOK_PREFIXES):
                 found.setdefault((netns, stanza.name), {}).setdefault(raw.name, raw.value)
