@@ -14,6 +14,8 @@ that say nothing themselves (ifupdown2 semantics).
 
 from __future__ import annotations
 
+import re
+
 from netcfg.kinds.base import PORT, Kind, Reference, declared_params
 from netcfg.kinds.bridge_port import warn_not_vlan_aware
 from netcfg.kinds.common import effective_mtu
@@ -27,15 +29,21 @@ KERNEL_HASH_ELASTICITY = 16   # RHT_ELASTICITY: what the kernel reports whatever
 PVE_DISABLE_MAC_LEARNING = "bridge-disable-mac-learning"
 DEFAULT_PVID = "bridge-vlan-default-pvid"
 ALLOW_UNTAGGED = "bridge-allow-untagged"
+VLAN_AWARE = "bridge-vlan-aware"
+# ifupdown2's: ports matching it are not netcfg's to remove (plan/scope.py).
+CONDONE_REGEX = "bridge-ports-condone-regex"
 
 
 class Bridge(Kind):
     name = "bridge"
     defining_attributes = ("bridge-ports", "bridge-vlan-aware")
     info_kind = "bridge"
-    # bridge-vlan-aware is declared immutable in the schema: changing vlan
-    # filtering is possible live, but it rewrites every port's VLAN table;
-    # re-creating is clearer and is what ifupdown2 does.
+    # bridge-vlan-aware is switched on the live bridge (IFLA_BR_VLAN_FILTERING,
+    # as ifupdown2 does): re-creating it would drop every port netcfg does not
+    # manage (Proxmox's guests). The ports' VLAN tables stay as the kernel
+    # keeps them (plan/vlans.py held_vlans). A file without the line asks for
+    # a bridge that does not filter, as it did when the change re-created it.
+    default_when_absent = {VLAN_AWARE: False}
     kernel_bytes = 60_000
     # The kernel sets a bridge's MTU to its smallest port's when a port joins,
     # unless the MTU was set by a change after creation (BROPT_MTU_SET_BY_USER;
@@ -98,6 +106,14 @@ class Bridge(Kind):
                              f"{STP_FORWARD_DELAY[0]}-{STP_FORWARD_DELAY[1]} seconds the kernel "
                              f"allows with bridge-stp yes", FORWARD_DELAY)
         vlan_aware = obj.attrs.get("bridge-vlan-aware", False)
+        condone = obj.attrs.get(CONDONE_REGEX)
+        if condone is not None:
+            try:
+                re.compile(condone)
+            except re.error as error:
+                report.error(obj.where(CONDONE_REGEX),
+                             f"{obj.label()}: {CONDONE_REGEX} {condone!r} is not a regular "
+                             f"expression: {error}", CONDONE_REGEX)
         if ALLOW_UNTAGGED in obj.attrs:
             # Unlike bridge-vids/bridge-pvid, not a default for the ports:
             # ifupdown2 reads it on each port only, so on the bridge it does nothing.
@@ -146,8 +162,11 @@ class Bridge(Kind):
                     _report_port(bridge, model.interfaces[(bridge.netns, port)], report)
 
     def create_params(self, obj: ConfigObject) -> dict:
-        return {"vlan_filtering": obj.attrs.get("bridge-vlan-aware", False),
-                **declared_params(obj, self.name, skip=("bridge-vlan-aware",))}
+        # Only when on: a kernel without CONFIG_BRIDGE_VLAN_FILTERING refuses
+        # IFLA_BR_VLAN_FILTERING whatever its value (EOPNOTSUPP), and off is
+        # the default. A link-set sends off too (turning a live bridge's off).
+        filtering = {"vlan_filtering": True} if obj.attrs.get(VLAN_AWARE) else {}
+        return {**filtering, **declared_params(obj, self.name, skip=(VLAN_AWARE,))}
 
     def read_back(self, attrs: dict, notes: list[str], name: str) -> None:
         # No IFLA_BR_VLAN_FILTERING: a kernel without CONFIG_BRIDGE_VLAN_FILTERING,

@@ -33,8 +33,8 @@ from netcfg.plan.ops import (JOINING, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, L
 from netcfg.plan.ovs import ovs_operations
 from netcfg.plan.vlans import (NO_VLANS, VLAN_AWARE, PortVlans, TunnelMap, intersect,
                                merge, one, subtract, texts, tunnel_subtract, bridge_own_vlans,
-                               joined_vlans, own_vlans_read, port_tunnels, port_vlans, tunnel_texts,
-                               vnis)
+                               held_vlans, joined_vlans, own_vlans_read, port_tunnels, port_vlans,
+                               tunnel_texts, vnis)
 from netcfg.schemas.spec import group_attributes
 
 Key = tuple[str, str]
@@ -62,6 +62,8 @@ HANDLED_ELSEWHERE = frozenset({
     "pre-up", "up", "post-up", "pre-down", "down", "post-down",
     # The resolver's, told after each apply (apply/resolver.py).
     "dns-nameservers", "dns-search", "dns-domain",
+    # Which ports of a bridge are not netcfg's to remove (plan/scope.py).
+    "bridge-ports-condone-regex",
 })
 # link-set params that only mean something on an enslaved port: a link-set
 # carrying them has this subject and comes after master-set.
@@ -322,7 +324,7 @@ class _Diff:
             elif cur.kind != obj.kind:
                 if c.info(cur.kind).creatable:
                     fresh.add(key)
-            elif any(_differs(obj, cur, a, info.defaults) for a in info.immutable):
+            elif _immutable_changes(obj, cur, info):
                 fresh.add(key)
         todo = list(fresh)
         while todo:
@@ -406,7 +408,7 @@ class _Diff:
         if joining:
             had_vlans = joined_vlans(self.made_or_kept(want_master))
         elif cur is not None:
-            had_vlans = port_vlans(cur, c.ifaces.get(had_master))
+            had_vlans = held_vlans(cur, c.ifaces.get(had_master), d.ifaces.get(want_master))
         else:
             had_vlans = NO_VLANS
         if want_vlans != had_vlans:
@@ -459,6 +461,12 @@ class _Diff:
         for attribute, value in obj.attrs.items():
             if attribute not in excluded and old.get(attribute) != value:
                 changed[attribute] = value
+        if cur is not None and info.kind is not None:
+            # The few a kind says mean their default when left out (a
+            # bridge's VLAN filtering: a file without the line asks for off).
+            for attribute, want in getattr(info.kind, "default_when_absent", {}).items():
+                if attribute not in obj.attrs and old.get(attribute, want) != want:
+                    changed[attribute] = want
         if changed:
             port = {a: v for a, v in changed.items() if a in self.port_attributes}
             link = {a: v for a, v in changed.items() if a not in self.port_attributes}
@@ -609,6 +617,19 @@ class _Diff:
                          else (VRF, route[VRF]) if VRF in route else None)
                 table[(netns, route["to"], where, route.get("metric"))] = route
         return table
+
+
+def immutable_changes(want: ConfigObject, have: ConfigObject) -> list[str]:
+    """Attributes whose change makes the diff re-create ``have`` as ``want``
+    (the kernel cannot change them on a live device); [] for another kind,
+    whose re-creation the caller sees from the kinds."""
+    if want.kind != have.kind:
+        return []
+    return _immutable_changes(want, have, _load_kind(want.kind))
+
+
+def _immutable_changes(want: ConfigObject, have: ConfigObject, info: _KindInfo) -> list[str]:
+    return [a for a in sorted(info.immutable) if _differs(want, have, a, info.defaults)]
 
 
 def _differs(want: ConfigObject, have: ConfigObject, attribute: str,

@@ -8,6 +8,7 @@ kernel and writes the plan; everything here is pure and tested without one.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping
 
@@ -17,7 +18,7 @@ from netcfg.model.errors import UsageError, did_you_mean, quote
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.model.tags import NETCFG_GROUP
 from netcfg.plan.addresses import dhcp_owned
-from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM
+from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, immutable_changes
 from netcfg.plan.ops import LINK_DEL, Operation
 from netcfg.plan.planner import Plan
 
@@ -26,6 +27,17 @@ Key = tuple[str, str]
 # What a device the config does not declare loses in a purge namespace, when
 # netcfg cannot delete it (physical, lo, a kind it does not know).
 PURGED_ATTRIBUTES = ("address", "route", "vrf")
+
+# Devices a hypervisor plugs at run time with plain ip/bridge, never through
+# the file: Proxmox VE's VM taps, container veths, the firewall's bridge and
+# veth pair (fwbr/fwln/fwpr; fwlnNoM on OVS), VLAN bridges vmbrXvY (pve-common
+# PVE/Network.pm). Not netcfg's to delete, re-master, down or re-tag, even in
+# a purge namespace; nor is what sits on them (the PORT.TAG VLAN of vmbrXvY).
+GUEST_NAMES = re.compile(r"(tap|veth|fwbr|fwln)\d+i\d+|fwpr\d+p\d+|fwln\d+o\d+|vmbr\d+v\d+")
+# A bridge's pattern of ports netcfg must not remove (ifupdown2's attribute;
+# Proxmox's default ^(tap|veth|fwpr)), matched from the start of the name.
+CONDONE_REGEX = "bridge-ports-condone-regex"
+BRIDGE_PORTS = "bridge-ports"
 
 
 def managed_view(desired: Model, current: Model, managed: Mapping[str, Collection[str]],
@@ -36,9 +48,11 @@ def managed_view(desired: Model, current: Model, managed: Mapping[str, Collectio
     namespaces nobody configured are left alone elsewhere."""
     wanted = set(namespaces)
     view = Model(namespaces={n: o for n, o in current.namespaces.items() if n in wanted})
+    guests = guest_devices(desired, current, managed, purge) if purge else set()
     for key, obj in current.interfaces.items():
         netns, name = key
-        if key in desired.interfaces or netns in purge or name in managed.get(netns, ()):
+        if (key in desired.interfaces or name in managed.get(netns, ())
+                or (netns in purge and key not in guests)):
             view.interfaces[key] = obj
     view.masters = {k: m for k, m in current.masters.items() if k in view.interfaces}
     view.bridge_vlans = {k: v for k, v in current.bridge_vlans.items() if k in view.interfaces}
@@ -118,9 +132,11 @@ def purge_target(target: Model, current: Model, purge: Collection[str],
     devices netcfg never deletes (physical ones, ``lo``, kinds it does not
     know) as they are, without addresses, routes or a master the config does
     not give them. Undeclared devices of kinds netcfg creates are absent, so
-    the diff deletes them. Notes say what was left and why."""
+    the diff deletes them. Notes say what was left and why. In every
+    namespace, a bridge with ports netcfg does not manage is kept
+    (keep_guest_bridges)."""
+    target, notes = keep_guest_bridges(target, current)
     kept: dict[Key, ConfigObject] = {}
-    notes = []
     for key, cur in current.interfaces.items():
         if key[0] not in purge or key in target.interfaces or creatable(cur.kind):
             continue
@@ -130,6 +146,84 @@ def purge_target(target: Model, current: Model, purge: Collection[str],
         if key in kernel_kinds:
             notes.append(f"purge: {cur.label()} is a {kernel_kinds[key]} device, a kind netcfg "
                          f"does not delete; left in place, without its addresses and routes")
+    if not kept:
+        return target, notes
+    return dataclasses.replace(target, interfaces={**target.interfaces, **kept}), notes
+
+
+def guest_devices(desired: Model, current: Model, managed: Mapping[str, Collection[str]],
+                  namespaces: Collection[str]) -> set[Key]:
+    """Devices of ``namespaces`` that are a hypervisor's run-time plumbing:
+    neither declared nor made by netcfg, and named as Proxmox names them
+    (GUEST_NAMES), or matching the condone pattern of the bridge they are
+    on, or enslaved to such a device."""
+    patterns = {key: re.compile(obj.attrs[CONDONE_REGEX])
+                for key, obj in desired.interfaces.items() if obj.attrs.get(CONDONE_REGEX)}
+    candidates = {key for key in current.interfaces if key[0] in namespaces
+                  and key not in desired.interfaces and key[1] not in managed.get(key[0], ())}
+    guests = set()
+    for key in candidates:
+        master = current.masters.get(key)
+        pattern = patterns.get(master) if master is not None else None
+        if GUEST_NAMES.fullmatch(key[1]) or (pattern is not None and pattern.match(key[1])):
+            guests.add(key)
+    grew = True
+    while grew:   # a vmbrXvY's port (PORT.TAG), then what is on that...
+        grew = False
+        for key in candidates - guests:
+            if current.masters.get(key) in guests:
+                guests.add(key)
+                grew = True
+    return guests
+
+
+def keep_guest_bridges(target: Model, current: Model) -> tuple[Model, list[str]]:
+    """Bridges of ``current`` (the managed view) that still have ports
+    netcfg does not manage (a guest's tap or veth, another program's
+    device: outside the view) are never deleted or re-created, which would
+    take those ports off them: one the config dropped stays, without its
+    addresses and routes, only its foreign ports on it (netcfg's own are
+    released), and goes once they have left; one whose change needs a
+    re-create keeps those attributes as they are. Warnings say which."""
+    kept: dict[Key, ConfigObject] = {}
+    notes = []
+    for key, cur in current.interfaces.items():
+        if cur.kind != "bridge":
+            continue
+        foreign = [p for p in cur.attrs.get(BRIDGE_PORTS, ()) if (key[0], p) not in
+                   current.interfaces]
+        if not foreign:
+            continue
+        ports = ", ".join(foreign)
+        want = target.interfaces.get(key)
+        if want is None:
+            attrs = {a: v for a, v in cur.attrs.items() if a not in PURGED_ATTRIBUTES}
+            attrs[BRIDGE_PORTS] = foreign
+            kept[key] = ConfigObject(section=cur.section, name=cur.name, kind=cur.kind,
+                                     netns=cur.netns, attrs=attrs, loc=cur.loc, auto=cur.auto)
+            notes.append(f"warning: {cur.name}: cannot remove bridge {cur.label()}: port "
+                         f"{ports} is present (not in the config, not netcfg's: a guest's or "
+                         f"another program's); kept without its addresses and routes, its "
+                         f"other ports released; it goes once no such port is left")
+        elif want.kind != cur.kind:
+            kept[key] = cur
+            notes.append(f"warning: {cur.name}: cannot make {cur.label()} a {want.kind}: bridge "
+                         f"port {ports} is present (not netcfg's); the bridge is kept as it is")
+        else:
+            changes = immutable_changes(want, cur)
+            if not changes:
+                continue
+            attrs = dict(want.attrs)
+            for attribute in changes:
+                if attribute in cur.attrs:
+                    attrs[attribute] = cur.attrs[attribute]
+                else:
+                    attrs.pop(attribute, None)
+            kept[key] = dataclasses.replace(want, attrs=attrs)
+            notes.append(f"warning: {cur.name}: {', '.join(changes)} of {cur.label()} changes "
+                         f"only by re-creating the bridge, which would drop port {ports} (not "
+                         f"netcfg's: a guest's or another program's); left as it is until no "
+                         f"such port is on it")
     if not kept:
         return target, notes
     return dataclasses.replace(target, interfaces={**target.interfaces, **kept}), notes

@@ -197,6 +197,24 @@ def joined_vlans(bridge: ConfigObject | None) -> PortVlans:
     return _carrying((), default_pvid(bridge))
 
 
+def held_vlans(port: ConfigObject, bridge: ConfigObject | None,
+               becoming: ConfigObject | None) -> PortVlans:
+    """What a port of ``bridge`` (as read) carries that counts, when the same
+    bridge will be ``becoming`` (as desired). The kernel keeps every port's
+    VLAN table whether the bridge filters or not (nbp_vlan_init gives a
+    joining port the default PVID either way), and VLAN filtering is switched
+    on a live bridge (IFLA_BR_VLAN_FILTERING), so: turned on, a port holds
+    what it got when it joined; turned off, its table no longer matters and
+    is left as it is (nothing is stripped that a filtering bridge reads)."""
+    aware = bridge is not None and bridge.attrs.get(VLAN_AWARE)
+    will_be = becoming is not None and becoming.attrs.get(VLAN_AWARE)
+    if will_be and not aware:
+        return _carrying((), default_pvid(bridge)) if bridge is not None else NO_VLANS
+    if aware and becoming is not None and not will_be:
+        return NO_VLANS
+    return port_vlans(port, bridge)
+
+
 def vnis(obj: ConfigObject) -> list[Interval]:
     """VNIs of a vnifilter vxlan; [] for every other device."""
     return _map_side(obj, 1) if obj.attrs.get(VNIFILTER) else []

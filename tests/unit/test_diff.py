@@ -213,7 +213,7 @@ def test_kind_change_recreates():
     current = model(iface("x", "dummy", auto=False))
     desired = model(iface("x", "bridge", auto=False))
     same(diff(desired, current), (LINK_DEL, "x"),
-         (LINK_ADD, "x", "", {"kind": "bridge", "vlan_filtering": False}))
+         (LINK_ADD, "x", "", {"kind": "bridge"}))
 
 
 def test_recreated_veth_pair_is_deleted_once():
@@ -352,7 +352,7 @@ def test_no_vlans_on_a_plain_bridge():
     desired = model(iface("br0", "bridge", bridge_ports=["swp1"], auto=False),
                     iface("swp1", "physical", auto=False))
     same(diff(desired, model(iface("swp1", "physical", auto=False))),
-         (LINK_ADD, "br0", "", {"kind": "bridge", "vlan_filtering": False}),
+         (LINK_ADD, "br0", "", {"kind": "bridge"}),
          (MASTER_SET, "swp1", "", {"master": "br0"}))
 
 
