@@ -4,11 +4,23 @@
 that parsing the output gives back the same model. Objects are printed so
 that their kind is inferred again on reading: a bridge without ports gets
 ``bridge-ports none``, a dummy gets ``link-type dummy``.
+
+Running state is not the operator's: a tenant with CAP_NET_ADMIN in its
+namespace sets aliases and names, and a snapshot of `show` is meant to be
+applied, as root (issue 24, M12). The input language has no escapes, so a
+name or value that would not read back as it is (a newline or another
+control character would start a line of the tenant's choosing, such as a
+`post-up`; Mako's `${`/`<%` would run in a snapshot saved as *.tmpl; a
+trailing backslash joins the next line; ' #' starts a comment) is left out,
+and a comment says what and why, with the text escaped: no raw ESC reaches
+the terminal either.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import unicodedata
 from functools import cache
 
 from netcfg.compile.values import format_value
@@ -43,6 +55,42 @@ def without_kernel_defaults(obj: ConfigObject, hidden_alias: str | None = None) 
     return obj if len(attrs) == len(obj.attrs) else dataclasses.replace(obj, attrs=attrs)
 
 
+# Mako's markup (render.uses_mako), a trailing backslash (a continuation line)
+# and an inline comment (parser.strip_inline_comment).
+_DOES_NOT_READ_BACK = re.compile(r"\$\{|</?%|\\\Z|(?:^|\s)#")
+# Unicode categories of characters no line of a config may hold.
+_CONTROL_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Zl", "Zp"))
+
+
+def unsafe_text(text: str, *, name: bool = False) -> str | None:
+    """Why ``text`` cannot be written into a stanza line as it is, or None.
+    ``name``: it is a name, where '[', ']' and white space change its meaning
+    (ranges, lists) too."""
+    if not text.isprintable():   # Cc, Cf, Zl, Zp, and spaces other than ' '
+        return "it holds a control, formatting or line-separating character"
+    if _DOES_NOT_READ_BACK.search(text):
+        return "it holds template markup, a comment or a line continuation"
+    if name and (not text or any(c in text for c in "[] \t")):
+        return "it holds a range, a space or nothing"
+    return None
+
+
+def escaped(text: str) -> str:
+    """``text`` printable on one line, and inert to Mako in a comment:
+    control characters, '$', '<' and '\\' as Python escapes."""
+    out = []
+    for char in text:
+        if char in "$<\\" or not char.isprintable() or \
+                unicodedata.category(char) in _CONTROL_CATEGORIES:
+            out.append(char.encode("unicode_escape").decode("ascii") if char == "\\"
+                       else f"\\x{ord(char):02x}" if ord(char) < 0x100
+                       else f"\\u{ord(char):04x}" if ord(char) < 0x10000
+                       else f"\\U{ord(char):08x}")
+        else:
+            out.append(char)
+    return "'" + "".join(out) + "'"
+
+
 def emit_model(model: Model, *, running: bool = False, netns_mark: str | None = None) -> str:
     """Stanzas for ``model``. ``running``: the model is kernel state, printed
     without the kernel's defaults (and without ``netns_mark``, the alias
@@ -66,6 +114,12 @@ def emit_model(model: Model, *, running: bool = False, netns_mark: str | None = 
 
 
 def emit_interface(obj: ConfigObject) -> str:
+    for what, text in (("name", obj.name), ("namespace's name", obj.netns)):
+        why = text and unsafe_text(text, name=True)
+        if why:
+            where = f" in namespace {escaped(obj.netns)}" if obj.netns else ""
+            return (f"# interface {escaped(obj.name)}{where} left out: its {what} cannot be "
+                    f"written here as it is ({why})\n")
     lines = []
     if obj.auto:
         lines.append(f"auto {obj.name}")
@@ -74,11 +128,15 @@ def emit_interface(obj: ConfigObject) -> str:
     if families:
         head += f" {families[0]} {obj.attrs[families[0]]}"
     lines.append(head)
+    if families and unsafe_text(str(obj.attrs[families[0]])):
+        lines[-1] = f"iface {obj.name}"
     if obj.netns:
         lines.append(f"{INDENT}netns {obj.netns}")
     lines += _kind_marker(obj)
     lines += _attribute_lines(obj)
     for family in families[1:]:
+        if unsafe_text(str(obj.attrs[family])):
+            continue
         lines.append(f"iface {obj.name} {family} {obj.attrs[family]}")
         if obj.netns:
             lines.append(f"{INDENT}netns {obj.netns}")
@@ -104,11 +162,19 @@ def _attribute_lines(obj: ConfigObject) -> list[str]:
     for name, spec in specs.items():
         if name in obj.attrs and name not in _METHOD_FIELDS:
             for text in format_value(spec, obj.attrs[name]):
-                lines.append(f"{INDENT}{name} {text}")
+                why = unsafe_text(text)
+                if why:
+                    lines.append(f"{INDENT}# {name} left out: {escaped(text)} cannot be "
+                                 f"written here as it is ({why})")
+                else:
+                    lines.append(f"{INDENT}{name} {text}")
     return lines
 
 
 def _emit_plain(keyword: str, obj: ConfigObject) -> str:
+    why = unsafe_text(obj.name, name=True) or (obj.netns and unsafe_text(obj.netns, name=True))
+    if why:
+        return f"# {keyword} {escaped(obj.name)} left out: cannot be written here as it is ({why})\n"
     lines = [f"{keyword} {obj.name}"]
     if keyword == "target" and obj.netns:
         lines.append(f"{INDENT}netns {obj.netns}")

@@ -10,8 +10,10 @@ import unicodedata
 
 import pytest
 
+from netcfg.compile.emit import emit_model
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.errors import ConfigInvalid
+from netcfg.model.model import ConfigObject, Model
 
 BRIDGE_WITH_ALIAS = """\
 auto br0
@@ -35,11 +37,6 @@ def errors_of(source: ConfigSource) -> list[str]:
     with pytest.raises(ConfigInvalid) as info:
         compile_config(source)
     return [d.format() for d in info.value.diagnostics]
-
-
-def hooks_of(compiled) -> list[str]:
-    return [line for obj in compiled.model.interfaces.values()
-            for line in (getattr(obj, "hooks", None) or [])]
 
 
 # M11: variables ------------------------------------------------------------
@@ -108,3 +105,62 @@ def test_nfc_spelling_is_accepted(tmp_path):
 def test_names_with_bidi_format_or_control_characters_are_refused(tmp_path, char, said):
     [error] = errors_of(interfaces_with(tmp_path, f"br{char}1"))
     assert "not a valid interface name" in error and said in error
+
+
+# M12: the native form of running state -------------------------------------
+
+def running_bridge(**attrs) -> ConfigObject:
+    return ConfigObject("interface", attrs.pop("name", "br1"), "bridge", attrs.pop("netns", ""),
+                        {"bridge-ports": [], **attrs}, auto=True)
+
+
+def snapshot_of(*objects: ConfigObject) -> str:
+    model = Model()
+    for obj in objects:
+        model.interfaces[(obj.netns, obj.name)] = obj
+    return emit_model(model, running=True)
+
+
+def compile_snapshot(tmp_path, text: str, name: str = "snap.tmpl"):
+    path = tmp_path / name
+    path.write_text(text)
+    return compile_config(ConfigSource(path=str(path)))
+
+
+def stanza_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def test_a_tenants_alias_with_newlines_adds_no_line_to_the_snapshot(tmp_path):
+    text = snapshot_of(running_bridge(alias=INJECTED + "\n#"), running_bridge(name="br2"))
+    assert all(not line.startswith("post-up") for line in stanza_lines(text))
+    assert "\x0a    post-up" not in text and r"\x0a    post-up id" in text
+    compiled = compile_snapshot(tmp_path, text)
+    br1 = compiled.model.interfaces[("", "br1")]
+    assert "alias" not in br1.attrs and not compiled.warnings
+    assert ("", "br2") in compiled.model.interfaces
+
+
+@pytest.mark.parametrize("alias", [
+    "${__import__('os').system('id')}", "<%import os%>", "x \\", "a # b", "a\x1b]0;t\x07",
+])
+def test_values_that_would_not_read_back_are_left_out_with_a_comment(tmp_path, alias):
+    text = snapshot_of(running_bridge(alias=alias, mtu=9000))
+    assert "# alias left out:" in text and "\x1b" not in text and "${" not in text
+    compiled = compile_snapshot(tmp_path, text)
+    assert compiled.model.interfaces[("", "br1")].attrs == {"bridge-ports": [], "mtu": 9000}
+
+
+def test_a_foreign_name_with_esc_never_reaches_the_output_raw():
+    text = snapshot_of(running_bridge(name="br\x1b[2J"), running_bridge(name="br2", netns="ns\x1b"))
+    assert "\x1b" not in text
+    assert r"# interface 'br\x1b[2J' left out" in text
+    assert r"in namespace 'ns\x1b' left out" in text
+
+
+def test_plain_values_still_round_trip(tmp_path):
+    text = snapshot_of(running_bridge(alias="tenant one (VM 100)", mtu=9000))
+    assert "left out" not in text
+    br1 = compile_snapshot(tmp_path, text, "snap").model.interfaces[("", "br1")]
+    assert br1.attrs["alias"] == "tenant one (VM 100)"
