@@ -22,6 +22,7 @@ gets one status line and an error in the log; iSCSI is not affected.
 from __future__ import annotations
 
 import errno
+import grp
 import logging
 import os
 import shutil
@@ -73,6 +74,20 @@ def ublk_specs(model: Model) -> dict[str, UblkSpec]:
                                    parse_owner(owner) if owner else None,
                                    a.get("backing", ""), a.get("size"))
     return specs
+
+
+def node_owner(spec: UblkSpec) -> tuple[int, int]:
+    """Who owns the device node: the volume's ublk-owner, else root:disk, as
+    udev's default rules give every block device. Set each time, so that
+    removing ublk-owner gives the device back (issue 24, M9: the old owner
+    kept it)."""
+    if spec.owner is not None:
+        return spec.owner
+    try:
+        disk = grp.getgrnam("disk").gr_gid
+    except KeyError:    # no disk group in this system's database: root's
+        disk = 0
+    return 0, disk
 
 
 def device_path(dev_id: int) -> str:
@@ -251,8 +266,7 @@ class UblkService:
             # node's `add` (it may still be applying the old rules to it).
             for args in (("control", "--reload"), ("settle", "--timeout=10")):
                 subprocess.run([udevadm, *args], capture_output=True, check=False, timeout=30)
-        if spec.owner is not None:
-            os.chown(path, *spec.owner)
+        os.chown(path, *node_owner(spec))
         os.chmod(path, DEVICE_MODE)
         _link(name, dev_id)
 

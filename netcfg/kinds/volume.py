@@ -17,7 +17,9 @@ gets it through its container runtime's device list (docs/ublk.md).
 from __future__ import annotations
 
 from netcfg.kinds.base import Kind, repeated
+from netcfg.model.errors import quote
 from netcfg.model.model import VOLUME, ConfigObject, Model
+from netcfg.model.names import volume_name_problem
 
 BACKING, SIZE, UBLK = "backing", "size", "ublk"
 UBLK_ID, UBLK_QUEUES, UBLK_DEPTH, UBLK_OWNER = "ublk-id", "ublk-queues", "ublk-depth", "ublk-owner"
@@ -38,6 +40,12 @@ class Volume(Kind):
     kernel_bytes = 0
 
     def check(self, obj: ConfigObject, model: Model, report) -> None:
+        why = volume_name_problem(obj.name)
+        if why:
+            # quote(): the name itself may hold an ESC; label() would print it raw.
+            report.error(obj.loc, f"volume {quote(obj.name)}: not a valid volume name: {why} "
+                         f"(a name such as db1: it becomes /dev/netcfg/NAME)")
+            return
         backing = obj.attrs.get(BACKING)
         if backing is None and BACKING not in obj.locs:
             report.error(obj.loc,

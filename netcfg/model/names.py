@@ -105,6 +105,30 @@ def netns_name_problem(name: str) -> str | None:
     return None
 
 
+# A volume's name becomes the file /dev/netcfg/NAME (netcfgd/ublk.py, with a
+# ".netcfg-tmp" sibling while it is replaced): NAME_MAX (255) less that suffix.
+VOLUME_NAME_MAX = 255 - len(".netcfg-tmp")
+
+
+def volume_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a volume, or None. A volume name is a name,
+    not a path (issue 24, M8): `volume ../../run/x` with `ublk yes` made
+    /dev/netcfg/../../run/x a link to the device, replacing that file."""
+    if name in (".", ".."):
+        return f"'{name}' is a directory in /dev/netcfg, not a name"
+    if "/" in name:
+        return "it contains '/': a volume name is a name, not a path"
+    if "\0" in name:
+        return "it contains a NUL"
+    problem = unreadable_problem(name)
+    if problem:
+        return problem
+    size = len(name.encode("utf-8", "surrogateescape"))
+    if size > VOLUME_NAME_MAX:
+        return f"it is {size} bytes long, more than {VOLUME_NAME_MAX}"
+    return None
+
+
 def check_interface_names(model: Model, report: Report) -> None:
     """Every interface the config declares or implies (an `auto` line, a
     bridge port, a veth's peer), each name once, where it was written."""
