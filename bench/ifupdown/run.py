@@ -8,7 +8,8 @@
 
 1. A Proxmox VE node with an SDN simple zone of --vnets vnets (bench/ifupdown/sdn.py writes
    /etc/network/interfaces and interfaces.d/sdn as the installer and pve-network do). Each tool
-   gets its own sandbox, boots the host (`ifup -a`), then runs pve-network's status poll
+   gets a fresh sandbox per round (--rounds, order alternating; samples pooled), boots the
+   host (`ifup -a`), then runs pve-network's status poll
    `ifquery -a -c -o json` --polls times (median, p95), a no-op `ifreload -a` and a reload
    after a one-line edit (--reloads times each). Both tools read the same files at the same
    paths (bound over /etc/network/interfaces and interfaces.d inside the sandbox).
@@ -163,18 +164,40 @@ def print_table(title: str, rows, tools: list[str]) -> None:
 
 
 def bench_sdn(args, binds, sdn_file, tools) -> dict[str, dict]:
-    results = {}
-    for tool in tools:
-        print(f"sdn: {tool}: {args.vnets} vnets, {args.polls} polls, {args.reloads}+"
-              f"{args.reloads} reloads", file=sys.stderr, flush=True)
-        extra = ["--sdn", sdn_file, "--vnets", str(args.vnets), "--polls", str(args.polls),
-                 "--reloads", str(args.reloads)]
-        results[tool] = sandboxed(worker_argv("sdn", tool, *extra), binds, timeout=900)
-        if args.netcfgd and tool == "netcfg":
-            print("sdn: netcfg + netcfgd", file=sys.stderr, flush=True)
-            results["netcfg + netcfgd"] = sandboxed(
-                worker_argv("sdn", tool, *extra, "--netcfgd"), binds, timeout=900)
-    return results
+    """--rounds rounds, each tool (and netcfg + netcfgd) once per round in a fresh sandbox,
+    the order reversed every other round so a busy spell of the shared machine hits both."""
+    columns = [(tool, []) for tool in tools]
+    if args.netcfgd and "netcfg" in tools:
+        columns.insert(1, ("netcfg + netcfgd", ["--netcfgd"]))
+    extra = ["--sdn", sdn_file, "--vnets", str(args.vnets), "--polls", str(args.polls),
+             "--reloads", str(args.reloads)]
+    rounds: dict[str, list[dict]] = {name: [] for name, _ in columns}
+    for number in range(args.rounds):
+        order = columns if number % 2 == 0 else columns[::-1]
+        for name, flags in order:
+            print(f"sdn: round {number + 1}/{args.rounds}: {name}: {args.vnets} vnets, "
+                  f"{args.polls} polls, {args.reloads}+{args.reloads} reloads", file=sys.stderr,
+                  flush=True)
+            tool = "ifupdown2" if name == "ifupdown2" else "netcfg"
+            rounds[name].append(sandboxed(worker_argv("sdn", tool, *extra, *flags), binds,
+                                          timeout=900))
+    return {name: merged(runs) for name, runs in rounds.items()}
+
+
+def merged(runs: list[dict]) -> dict:
+    """One tool's rounds as one result: samples pooled, boot the median round's, notes and
+    wrong read-backs from every round; the rounds themselves kept."""
+    boots = sorted((r["boot"] for r in runs), key=lambda b: b["wall"])
+    wrong = sorted({name for r in runs for name in r["census_noop"]["wrong"]})
+    return {
+        "boot": boots[len(boots) // 2],
+        "polls": [p for r in runs for p in r["polls"]],
+        "reload_noop": [x for r in runs for x in r["reload_noop"]],
+        "reload_edit": [x for r in runs for x in r["reload_edit"]],
+        "census_noop": {"wrong": wrong},
+        "notes": [n for r in runs for n in r["notes"]],
+        "rounds": runs,
+    }
 
 
 def bench_vlans(args, tools) -> dict[str, dict]:
@@ -241,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vnets", type=int, default=100)
     p.add_argument("--polls", type=int, default=20)
     p.add_argument("--reloads", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=2,
+                   help="sandboxes per tool for the SDN node, order alternating (samples pooled)")
     p.add_argument("--vlans", type=int, default=4094)
     p.add_argument("--ports", type=int, default=48)
     p.add_argument("--vlan-runs", type=int, default=3, help="netcfg's runs of the vlans case")
@@ -255,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="also profile netcfg's poll (phases, interpreter start, imports)")
     args = p.parse_args(argv)
     if args.quick:
-        args.polls, args.reloads, args.vlans, args.vlan_runs = 5, 2, 400, 1
+        args.polls, args.reloads, args.vlans, args.vlan_runs, args.rounds = 5, 2, 400, 1, 1
     if os.geteuid() != 0:
         print("run.py: needs root (the sandboxes are namespaces)", file=sys.stderr)
         return 2
