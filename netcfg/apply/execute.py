@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from netcfg.apply import dhcp, ethtool, ovs, wireguard
-from netcfg.apply.hooks import Hooks
+from netcfg.apply.hooks import Hooks, HookSettings
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
 from netcfg.apply.refusal import Refused, explain
@@ -79,6 +79,8 @@ class ApplyResult:
     notes: list[str] = field(default_factory=list)
     dhcp: list[str] = field(default_factory=list)  # DHCP clients started or stopped
     hooks: list[str] = field(default_factory=list)  # imperative lines run, with their output
+    # The hooks of this apply: revert() runs the down lines of what it brought up.
+    hook_runner: Hooks | None = field(default=None, repr=False)
     # What revert() needs: the state before, how it was read, and the routes
     # of other programs a purge removes (not in the model), as they were.
     before: Model | None = field(default=None, repr=False)
@@ -139,11 +141,15 @@ class _Scope:
 
 def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
           dry_run: bool = False, selection: Selection | None = None,
-          lowered: tuple[Model, Any] | None = None, narrow: bool = False) -> ApplyResult:
+          lowered: tuple[Model, Any] | None = None, narrow: bool = False,
+          hooks: HookSettings | None = None) -> ApplyResult:
     """``lowered``: lower(desired) done once by the caller (netcfgd keeps it
     between passes). ``narrow``: with a selection, read only the namespaces
     the selection reaches in the desired model (netcfgd's passes, whose cost
-    must not grow with the namespaces it did not touch); the CLI reads all."""
+    must not grow with the namespaces it did not touch); the CLI reads all.
+    ``hooks``: where if-*.d scripts are and the hook record is
+    (netcfg/apply/hooks.py; default HookSettings(): the record in netcfg's
+    run dir, no scripts)."""
     with gc_paused():
         target, lowering = lowered if lowered is not None else lower(desired,
                                                                      enabled=lower_enabled)
@@ -177,7 +183,7 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         wanted, notes = purge_target(target, before, purge, kinds)
     try:
         result = _converge(wanted, before, scope, dry_run=dry_run, lowering=lowering,
-                           notes=notes)
+                           notes=notes, hooks=hooks)
     except ApplyFailed:
         dhcp.restart(stopped)   # the revert restored their interfaces
         raise
@@ -192,14 +198,16 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
 
 
 def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (),
-         everything: bool = False, dry_run: bool = False) -> ApplyResult:
+         everything: bool = False, dry_run: bool = False,
+         hooks: HookSettings | None = None) -> ApplyResult:
     """Take down what netcfg made: its devices in ``namespaces`` (by group),
     and each of those namespaces itself when the config uses it (netcfg made
     it); with ``everything``, every namespace the config uses and netcfg's
     devices in the host's. A veth's other end goes with it, wherever it is.
     Devices netcfg did not make are never deleted; in a namespace deleted
     here, physical ones go back to the host's namespace (the kernel does
-    that) and other programs' virtual ones go with it."""
+    that) and other programs' virtual ones go with it. The interfaces the
+    hook record has up that go down or away run their down lines."""
     declared = set(config.netns_names()) - {ROOT_NETNS}
     if everything:
         targets = [ROOT_NETNS, *sorted(declared)]
@@ -214,23 +222,28 @@ def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (
     with gc_paused():
         before = scope.current()
         after = without_namespaces(before, set(targets), {n for n in targets if n in declared})
-    result = _converge(after, before, scope, dry_run=dry_run)
+    result = _converge(after, before, scope, dry_run=dry_run, hooks=hooks,
+                       stopping=set(targets))
     if not dry_run:
         result.dhcp = dhcp.release(targets)
     return result
 
 
 def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
-              lowering: Any = None, notes: Sequence[str] = ()) -> ApplyResult:
-    """Plan from ``before`` to ``wanted``, execute, verify; revert on failure."""
+              lowering: Any = None, notes: Sequence[str] = (),
+              hooks: HookSettings | None = None,
+              stopping: set[str] | None = None) -> ApplyResult:
+    """Plan from ``before`` to ``wanted``, execute, verify; revert on failure.
+    ``stopping``: down()'s namespaces (its hooks only run down lines)."""
     with gc_paused():
         plan = build_plan(scope.operations(wanted, before))
     plan.lowering = lowering
     plan.notes.extend(notes)
     bulk = group_deletes(plan, scope.session.managed())
     plan.notes.extend(bulk.notes)
-    hooks = Hooks.for_plan(wanted, plan, scope.session.nsdir.path)
-    plan.notes.extend(line for run in hooks.runs for line in run.describe())
+    runner = Hooks.for_plan(wanted, plan, scope.session.nsdir.path, hooks,
+                            in_reach=_hook_reach(scope, stopping), stopping=stopping is not None)
+    plan.notes.extend(runner.notes())
     # Another program's route in a slot a route-add wants (ifupdown2's
     # gateway): replaced in place, and put back by a revert.
     replaced = routes_to_replace(plan, scope.session)
@@ -238,12 +251,15 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
                          purged_routes=scope.foreign_routes())
     for netns, routes in replaced.items():
         result.purged_routes.setdefault(netns, []).extend(routes)
-    if dry_run or not plan.batches:
+    if dry_run or not (plan.batches or runner.due()):
         result.verified = not plan.batches
         return result
+    result.hook_runner = runner
     try:
+        # Down lines of what goes, before anything is written (hooks.py).
+        runner.start()
         result.requests = _execute(plan, scope.session, bulk,
-                                   before_batch=hooks.before_batch if hooks else None)
+                                   before_batch=runner.before_batch)
         drift = scope.operations(wanted, scope.current())
         if drift:
             raise ApplyFailed("verification failed: the kernel does not have "
@@ -260,10 +276,24 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
         except ApplyFailed:
             bug.add_note("the previous state was restored")
             raise bug from None
-    if hooks:
-        hooks.after_verify()   # up, post-up, post-down: reported, never reverted
-        result.hooks = hooks.log
+    finally:
+        if not result.verified:
+            runner.save()   # what ran before the failure (pre-ups due again)
+    runner.after_verify()   # up, post-up, post-down: reported, never reverted
+    runner.save()
+    result.hooks = runner.log
     return result
+
+
+def _hook_reach(scope: _Scope, stopping: set[str] | None) -> Callable[[Key], bool]:
+    """Which recorded interfaces an apply answers for: those of a selection,
+    of down()'s namespaces, or (a whole apply) all."""
+    if stopping is not None:
+        return lambda key: key[0] in stopping
+    if scope.keys is not None:
+        keys = scope.keys
+        return lambda key: key in keys
+    return lambda key: True
 
 
 # Once writing has started, any of these must end in a revert, never escape
@@ -280,6 +310,11 @@ def revert(result: ApplyResult, why: str) -> None:
     scope, before = result.scope, result.before
     if scope is None or before is None:
         raise ValueError("only an ApplyResult of apply() or down() can be reverted")
+    if result.verified and result.hook_runner is not None:
+        # What this apply brought up runs its down lines (issue 23 M3).
+        result.hook_runner.undo()
+        result.hook_runner.save()
+        result.hooks = result.hook_runner.log
     try:
         now = scope.current()
         back = build_plan(diff(before, now))
@@ -294,9 +329,9 @@ def revert(result: ApplyResult, why: str) -> None:
 # ---------------------------------------------------------------- execution
 
 def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = None,
-             before_batch: Callable[[list[Operation]], None] | None = None) -> int:
+             before_batch: Callable[[int], None] | None = None) -> int:
     """Run the batches in order; returns the netlink write requests sent.
-    ``before_batch``: the imperative lines that run before a batch (pre-up)."""
+    ``before_batch(number)``: the hooks that run before a batch (pre-up)."""
     if bulk is None:
         bulk = group_deletes(plan, session.managed())
     sent = 0
@@ -307,7 +342,7 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
     for number, batch in enumerate(plan.batches):
         _namespace_ops(batch, session)
         if before_batch is not None:
-            before_batch(batch)
+            before_batch(number)
         by_netns: dict[str, list[Operation]] = {}
         ovs_ops = []
         for op in batch:

@@ -1,40 +1,61 @@
 """Running the imperative lines (pre-up, up, post-up, pre-down, down,
-post-down) of the interfaces a plan brings up or down (which and when:
-netcfg/plan/hooks.py; the decisions: docs/compat.md).
+post-down) and the /etc/network/if-*.d scripts of the interfaces an apply
+brings up or down (which: netcfg/plan/hooks.py; what ran before:
+netcfg/apply/hookrecord.py; the decisions: docs/compat.md).
 
-Each line is `/bin/sh -c LINE`, as ifupdown2's usercmds runs it, in the
-interface's network namespace: a child that nsenter(1) moves into the
-namespace's file (`nsenter --net=/run/netns/NS`), so this process never
-changes namespace. The environment is ifupdown2's: the caller's, plus IFACE,
-LOGICAL, ADDRFAM, METHOD (addons/usercmds.py), MODE and PHASE
-(ifupdownmain.generate_running_env), VERBOSITY (ifupdown's), and
-IF_<ATTRIBUTE> with the first value of each attribute the stanza writes
-(iface.generate_env). Output (stdout and stderr together) is logged and
-returned line by line.
+The API callers use::
 
-When: pre-up and pre-down/down run before the batch that brings the
-interface up or down (execute.py's before_batch), so a failing pre-up fails
-the apply before the interface comes up, and the apply is reverted as any
-failure is (netcfg is transactional; ifupdown2 3.0 only logs a warning and
-goes on). up and post-up run once the apply is verified; post-down too. A
-failing up, post-up, down or post-down line is reported and the rest go on,
-as ifupdown2 does.
+    apply(model, session, hooks=HookSettings(scripts_dir="/etc/network"))
+    down(model, session, hooks=HookSettings())
+
+``HookSettings()`` (what apply() and down() use when given none): the lines
+run, the record is kept in netcfg's run dir ($NETCFG_RUN_DIR/hooks.json, by
+default /run/netcfg/hooks.json, shared by `netcfg apply`, netcfgd and the
+ifupdown commands, under the apply lock they all take), no if-*.d scripts.
+``scripts_dir``: the directory holding if-pre-up.d ... if-post-down.d (the
+ifupdown commands pass $NETCFG_NETWORK_DIR or /etc/network; netcfgd its
+--network-dir). ``record=None``: nothing remembered, the lines run only as
+the plan brings interfaces up or down (benchmarks, tests of one plan).
+``ifdown IFACE`` needs nothing more: the model it applies no longer wants
+IFACE up, so IFACE's recorded down lines run.
+
+Each line is `/bin/sh -c LINE`, as ifupdown2's usercmds runs it, and each
+script is executed, in the interface's network namespace, with a time limit,
+never waiting for children they leave running (hookproc.py). The environment
+is ifupdown2's: the caller's, plus IFACE, LOGICAL, ADDRFAM, METHOD, MODE and
+PHASE, VERBOSITY, and IF_<ATTRIBUTE> with the first value of each attribute
+the stanza writes. Lines see ADDRFAM as ifupdown2 gives it (the families
+joined by ","); scripts run once per family with one family each (ifupdown2
+#288: the joined form breaks resolvconf's `case $ADDRFAM in inet|inet6`).
+Output (stdout and stderr together) is logged and returned line by line.
+
+When: in each phase, the stanza's lines, then the phase's scripts (ifupdown2
+runs its addon modules, then scripts). pre-up before the batch that brings
+the interface up (failing: the apply is reverted; netcfg is transactional,
+ifupdown2 3.0 only logs a warning), up and post-up once the apply is
+verified. Recorded down lines of removed interfaces: pre-down and down
+before the first batch, post-down after the apply. A failing up, post-up,
+down or post-down line is reported and the rest go on, as ifupdown2 does.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
+from netcfg.apply import hookrecord, scripts
+from netcfg.apply.hookproc import run_hook, status_text
+from netcfg.apply.hookrecord import Entry, Record, RecordError
 from netcfg.compile.values import format_route
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import ConfigObject, Model
-from netcfg.plan.hooks import HookRun, hook_runs
+from netcfg.plan import hooks as decide
+from netcfg.plan.hooks import DOWN_PHASES, UP_PHASES, Lifecycle
 
 LOG = logging.getLogger("netcfg.hooks")
+Key = tuple[str, str]
 # A hook that hangs must not hold the apply lock (and netcfgd) for ever.
 TIMEOUT_S = 120
 # Attributes that are not the stanza's settings: the method lines.
@@ -43,105 +64,77 @@ _MODE = {"up": "start", "down": "stop"}
 
 
 class HookFailed(NetcfgError):
-    """A pre-up line failed: the interface must not come up."""
+    """A pre-up line or script failed: the interface must not come up."""
 
 
-@dataclass
-class Hooks:
-    """One apply's imperative lines: which run before which batch, which after."""
+def _default_record() -> str:
+    from netcfg.apply.confirm import run_dir
 
-    desired: Model
-    runs: list[HookRun]
-    run_dir: str = "/run/netns"
-    verbosity: int = 0
-    log: list[str] = field(default_factory=list)
+    return hookrecord.default_path(run_dir())
+
+
+@dataclass(frozen=True)
+class HookSettings:
+    """How an apply runs hooks (module doc)."""
+
+    scripts_dir: str | None = None          # holds if-*.d; None: no scripts
+    record: str | None = field(default_factory=_default_record)   # None: none kept
+    timeout_s: float = TIMEOUT_S            # per line, per script
+    verbosity: int = 0                      # $VERBOSITY
+
+
+# ---------------------------------------------------------------- stanzas
+
+@dataclass(frozen=True)
+class Stanza:
+    """What hooks see of one interface: its lines, families and settings,
+    from the config (``of``) or from the record (``recorded``: down lines only)."""
+
+    netns: str
+    name: str
+    label: str
+    lines: tuple[tuple[str, str], ...]
+    families: tuple[tuple[str, str], ...]
+    settings: dict[str, str]
+    locs: dict[str, str]
 
     @classmethod
-    def for_plan(cls, desired: Model, plan, run_dir: str) -> "Hooks":
-        return cls(desired, hook_runs(desired, plan.operations), run_dir)
+    def of(cls, obj: ConfigObject) -> "Stanza":
+        families = tuple((f, str(obj.attrs.get(f) or "")) for f in ("inet", "inet6")
+                         if f in obj.attrs)
+        lines = tuple((phase, command) for phase in UP_PHASES + DOWN_PHASES
+                      for command in obj.attrs.get(phase, ()))
+        locs = {phase: str(obj.where(phase)) for phase in UP_PHASES + DOWN_PHASES}
+        return cls(obj.netns, obj.name, obj.label(), lines, families, _settings(obj), locs)
 
-    def __bool__(self) -> bool:
-        return bool(self.runs)
+    @classmethod
+    def recorded(cls, entry: Entry) -> "Stanza":
+        return cls(entry.netns, entry.name, entry.label, entry.down, entry.families,
+                   entry.settings, entry.locs)
 
-    def before_batch(self, batch) -> None:
-        """pre-up of what this batch brings up (failing: HookFailed);
-        pre-down and down of what it brings down."""
-        for op in batch:
-            for run in self.runs:
-                if (run.netns, run.name) != (op.netns, op.name):
-                    continue
-                if run.direction == "up" and op.action == "link-up":
-                    self._phases(run, ("pre-up",), stop_on_failure=True)
-                elif run.direction == "down" and op.action == "link-down":
-                    self._phases(run, ("pre-down", "down"), stop_on_failure=False)
+    def phase_lines(self, phases: tuple[str, ...]) -> list[tuple[str, str]]:
+        return [(p, c) for p, c in self.lines if p in phases]
 
-    def after_verify(self) -> None:
-        for run in self.runs:
-            phases = ("up", "post-up") if run.direction == "up" else ("post-down",)
-            self._phases(run, phases, stop_on_failure=False)
+    def fingerprint(self) -> str:
+        return hookrecord.fingerprint(self.phase_lines(UP_PHASES), self.families, self.settings)
 
-    def _phases(self, run: HookRun, phases: tuple[str, ...], *, stop_on_failure: bool) -> None:
-        obj = self.desired.interfaces[(run.netns, run.name)]
-        for phase, command in run.lines:
-            if phase not in phases:
-                continue
-            code, output = self._run(obj, run, phase, command)
-            where = obj.where(phase)
-            said = f"{obj.label()}: {phase} '{command}'"
-            for line in output.splitlines():
-                self.log.append(f"{said}: {line}")
-                LOG.info("%s: %s", said, line)
-            if code == 0:
-                self.log.append(f"{said}: ok")
-                continue
-            text = f"{where}: {said} failed ({_status(code)})"
-            self.log.append(text)
-            LOG.warning("%s", text)
-            if stop_on_failure:
-                last = output.strip().splitlines()[-1:] or [""]
-                raise HookFailed(f"{text}{': ' + last[0] if last[0] else ''}; "
-                                 f"{obj.name} was not brought up")
-
-    def _run(self, obj: ConfigObject, run: HookRun, phase: str, command: str) -> tuple[int, str]:
-        argv = ["/bin/sh", "-c", command]
-        if obj.netns:
-            argv = ["nsenter", f"--net={os.path.join(self.run_dir, obj.netns)}", "--", *argv]
-        try:
-            done = subprocess.run(argv, env=environment(obj, run.direction, phase,
-                                                        self.verbosity),
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, timeout=TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired as timeout:
-            out = timeout.output or b""
-            return -1, out.decode(errors="replace") + f"\n(killed after {TIMEOUT_S} s)"
-        except OSError as error:
-            return 127, str(error)
-        return done.returncode, done.stdout.decode(errors="replace")
+    def entry(self) -> Entry:
+        return Entry(self.netns, self.name, self.label, self.fingerprint(),
+                     tuple(self.phase_lines(DOWN_PHASES)), self.families, self.settings,
+                     self.locs)
 
 
-def _status(code: int) -> str:
-    return f"killed by signal {-code}" if code < -1 else (
-        "timed out" if code == -1 else f"exit {code}")
-
-
-def environment(obj: ConfigObject, direction: str, phase: str, verbosity: int = 0) -> dict:
-    """ifupdown2's environment for one line of ``obj``'s stanza."""
-    env = dict(os.environ)
-    families = [f for f in ("inet", "inet6") if f in obj.attrs]
-    env.update({
-        "IFACE": obj.name, "LOGICAL": obj.name,
-        "ADDRFAM": ",".join(families),
-        "METHOD": str(obj.attrs.get(families[0], "")) if families else "",
-        "MODE": _MODE[direction], "PHASE": phase, "VERBOSITY": str(verbosity),
-    })
-    # What the stanza writes (it has a line for it), not what netcfg derived.
+def _settings(obj: ConfigObject) -> dict[str, str]:
+    """IF_<ATTRIBUTE> for what the stanza writes (it has a line for it), not
+    what netcfg derived; the first value, as ifupdown2 (iface.generate_env)."""
+    out = {}
     for attribute in obj.locs:
         if attribute in _NOT_SETTINGS:
             continue
         value = obj.attrs.get(attribute, obj.netns if attribute == "netns" else None)
         if value is not None:
-            env["IF_" + attribute.upper().replace("-", "_")] = _first_text(value)
-    return env
+            out["IF_" + attribute.upper().replace("-", "_")] = _first_text(value)
+    return out
 
 
 def _first_text(value: Any) -> str:
@@ -153,3 +146,267 @@ def _first_text(value: Any) -> str:
     if isinstance(value, dict):
         return format_route(value)  # routes are the only dict values
     return str(value)
+
+
+def stanza_environment(stanza: Stanza, direction: str, phase: str, verbosity: int = 0,
+                       family: tuple[str, str] | None = None) -> dict[str, str]:
+    """ifupdown2's environment for one hook of ``stanza``: ``family`` given
+    (a script's call), ADDRFAM and METHOD are that family's; else (a line)
+    ADDRFAM joins the stanza's families and METHOD is the first one's."""
+    env = dict(os.environ)
+    if family is not None:
+        addrfam, method = family
+    else:
+        addrfam = ",".join(f for f, _ in stanza.families)
+        method = stanza.families[0][1] if stanza.families else ""
+    env.update({"IFACE": stanza.name, "LOGICAL": stanza.name, "ADDRFAM": addrfam,
+                "METHOD": method, "MODE": _MODE[direction], "PHASE": phase,
+                "VERBOSITY": str(verbosity)})
+    env.update(stanza.settings)
+    return env
+
+
+def environment(obj: ConfigObject, direction: str, phase: str, verbosity: int = 0) -> dict:
+    """ifupdown2's environment for one line of ``obj``'s stanza."""
+    return stanza_environment(Stanza.of(obj), direction, phase, verbosity)
+
+
+# ---------------------------------------------------------------- one apply's hooks
+
+@dataclass
+class Hooks:
+    """One apply's hooks: built from the plan and the record (``for_plan``),
+    then driven by the executor: ``start()`` before the first batch,
+    ``before_batch()`` before each, ``after_verify()`` once verified,
+    ``save()`` at the end whatever happened; ``undo()`` for a revert of a
+    verified apply. ``log``: what ran and what it said."""
+
+    settings: HookSettings
+    netns_dir: str
+    stanzas: dict[Key, Stanza]                 # the config's, of the interfaces it wants up
+    plan: Lifecycle
+    record: Record | None
+    pre_up_at: dict[Key, int] = field(default_factory=dict)   # batch number of each pre-up
+    log: list[str] = field(default_factory=list)
+    ran_up: list[Key] = field(default_factory=list)
+    _script_dir: scripts.ScriptDirectory | None = None
+    _loaded: dict[str, Any] | None = None
+    _gone: dict[Key, Stanza | None] = field(default_factory=dict)   # start()'s, for post-down
+
+    @classmethod
+    def for_plan(cls, desired: Model, plan, netns_dir: str, settings: HookSettings | None,
+                 in_reach: Callable[[Key], bool] = lambda key: True,
+                 stopping: bool = False) -> "Hooks":
+        """``in_reach``: whether a key is part of this apply (a selection's);
+        ``stopping``: `netcfg down`: nothing comes up, recorded interfaces the
+        plan takes down or away run their down lines."""
+        settings = settings or HookSettings()
+        log: list[str] = []
+        record = None
+        if settings.record is not None:
+            try:
+                record = hookrecord.load(settings.record)
+            except RecordError as error:
+                log.append(f"warning: {error}; starting a new one")
+                LOG.warning("%s", error)
+                record = Record()
+        ops = plan.operations
+        gone = decide.namespaces_deleted(ops)
+        taken_down = set(decide.went_down(ops))
+        recorded = {k: e.fingerprint for k, e in (record.entries if record else {}).items()
+                    if in_reach(k)}
+        if stopping:
+            wanted = {k: fp for k, fp in recorded.items()
+                      if k not in taken_down and k[0] not in gone}
+            stanzas: dict[Key, Stanza] = {}
+            lifecycle = decide.lifecycle(wanted, recorded, ())
+        else:
+            stanzas = {k: Stanza.of(o) for k, o in desired.interfaces.items()
+                       if decide.wants_up(o) and in_reach(k)}
+            wanted = {k: s.fingerprint() for k, s in stanzas.items()}
+            down_lines = {k: Stanza.of(desired.interfaces[k]) for k in decide.went_down(ops)
+                          if k in desired.interfaces}
+            stanzas.update({k: s for k, s in down_lines.items() if k not in stanzas})
+            lifecycle = decide.lifecycle(wanted, recorded, decide.came_up(ops),
+                                         [k for k in down_lines if k not in wanted])
+        script_dir = scripts.ScriptDirectory(settings.scripts_dir) if settings.scripts_dir \
+            else None
+        hooks = cls(settings, netns_dir, stanzas, lifecycle, record, log=log,
+                    _script_dir=script_dir,
+                    _loaded=record.to_json() if record is not None else None)
+        hooks.pre_up_at = _pre_up_batches(plan, lifecycle)
+        return hooks
+
+    # -- what the plan says
+
+    def notes(self) -> list[str]:
+        """One line per command that runs (`netcfg plan`, `ifup -n`), as
+        plan_notes() says them, recorded down lines marked."""
+        out: list[str] = []
+
+        def say(key: Key, stanza: Stanza | None, phases: tuple[str, ...], why: str = "") -> None:
+            lines = stanza.phase_lines(phases) if stanza is not None else []
+            out.extend(f"{_name(key)}: {phase} runs: {command}{why}" for phase, command in lines)
+            if self._script_dir is not None:
+                out.append(f"{_name(key)}: if-{{{','.join(phases)}}}.d scripts run{why}")
+
+        for key in self.plan.downs:
+            say(key, self._old(key), DOWN_PHASES, " (recorded; no longer wanted up)")
+        for key in self.plan.plan_downs:
+            say(key, self._old(key), DOWN_PHASES)
+        for key in self.plan.cycles:
+            say(key, self._old(key), DOWN_PHASES, " (recorded; changed or brought up again)")
+            say(key, self.stanzas[key], UP_PHASES)
+        for key in self.plan.ups:
+            say(key, self.stanzas[key], UP_PHASES)
+        return out
+
+    def due(self) -> bool:
+        """Whether anything runs or is recorded, even with no kernel write."""
+        return bool(self.plan)
+
+    # -- driven by the executor
+
+    def start(self) -> None:
+        """Before the first batch: the down lines of what goes (pre-down and
+        down now, post-down after the apply), the recorded down lines of what
+        comes up again, and pre-up of what comes up with no batch of its own."""
+        self._gone = {}
+        for key in self.plan.downs + self.plan.plan_downs:
+            self._gone[key] = self._old(key)
+            self._phases(self._gone[key], "down", ("pre-down", "down"), stop_on_failure=False)
+            self._mark_pending(key)   # a failed apply does not run them twice
+        for key in self.plan.cycles:
+            self._phases(self._old(key), "down", DOWN_PHASES, stop_on_failure=False)
+            self._mark_pending(key)
+        for key in self.plan.cycles + self.plan.ups:
+            if self.pre_up_at.get(key) is None:
+                self._pre_up(key)
+
+    def before_batch(self, number: int, batch: Any = None) -> None:
+        """pre-up of what batch ``number`` brings up (failing: HookFailed)."""
+        for key in self.plan.cycles + self.plan.ups:
+            if self.pre_up_at.get(key) == number:
+                self._pre_up(key)
+
+    def after_verify(self) -> None:
+        for key in self.plan.downs + self.plan.plan_downs:
+            self._phases(self._gone.get(key), "down", ("post-down",), stop_on_failure=False)
+            if self.record is not None:
+                self.record.drop(key)
+        for key in self.plan.cycles + self.plan.ups:
+            self._phases(self.stanzas[key], "up", ("up", "post-up"), stop_on_failure=False)
+            self.ran_up.append(key)
+            if self.record is not None:
+                self.record.put(self.stanzas[key].entry())
+        if self.record is not None:
+            for key in self.plan.adopted:
+                self.record.put(self.stanzas[key].entry())
+
+    def undo(self) -> None:
+        """A verified apply is being reverted: what it brought up runs its
+        down lines (pre-down, down, post-down) now, and is due to run its up
+        lines again when a later apply wants it up."""
+        for key in reversed(self.ran_up):
+            self._phases(self.stanzas[key], "down", DOWN_PHASES, stop_on_failure=False)
+            self._mark_pending(key)
+        self.ran_up.clear()
+
+    def save(self) -> None:
+        """Write the record if this apply changed it; a failure is a warning."""
+        if self.record is None or self.settings.record is None:
+            return
+        if self.record.to_json() == self._loaded:
+            return
+        try:
+            hookrecord.save(self.settings.record, self.record)
+            self._loaded = self.record.to_json()
+        except RecordError as error:
+            self.log.append(f"warning: {error}")
+            LOG.warning("%s", error)
+
+    # -- running
+
+    def _old(self, key: Key) -> Stanza | None:
+        """The down lines to run for ``key``: the record's, else the config's."""
+        entry = self.record.entries.get(key) if self.record is not None else None
+        if entry is not None:
+            # Pending: its up lines did not run, so neither do its down lines.
+            return Stanza.recorded(entry) if entry.fingerprint != hookrecord.PENDING else None
+        return self.stanzas.get(key)
+
+    def _mark_pending(self, key: Key) -> None:
+        if self.record is not None and key in self.record.entries:
+            self.record.put(self.record.entries[key].pending())
+        elif self.record is not None and key in self.stanzas:
+            self.record.put(self.stanzas[key].entry().pending())
+
+    def _pre_up(self, key: Key) -> None:
+        self._mark_pending(key)
+        self._phases(self.stanzas[key], "up", ("pre-up",), stop_on_failure=True)
+
+    def _phases(self, stanza: Stanza | None, direction: str, phases: tuple[str, ...], *,
+                stop_on_failure: bool) -> None:
+        if stanza is None:
+            return
+        if stanza.netns and not os.path.exists(os.path.join(self.netns_dir, stanza.netns)):
+            # The namespace is gone, and with it what the lines did there.
+            self.log.append(f"{stanza.label}: netns {stanza.netns} is gone: "
+                            f"{', '.join(phases)} not run")
+            return
+        for phase in phases:
+            for _, command in stanza.phase_lines((phase,)):
+                self._one(stanza, direction, phase, ["/bin/sh", "-c", command],
+                          f"{stanza.label}: {phase} '{command}'", stanza.locs.get(phase),
+                          None, stop_on_failure)
+            if self._script_dir is None:
+                continue
+            for path in self._script_dir.scripts(phase):
+                # One call per family, each with its own ADDRFAM and METHOD.
+                for family in stanza.families or (("", ""),):
+                    said = f"{stanza.label}: {phase} script {path}" + (
+                        f" ({family[0]})" if family[0] else "")
+                    self._one(stanza, direction, phase, [path], said, None, family,
+                              stop_on_failure)
+
+    def _one(self, stanza: Stanza, direction: str, phase: str, argv: list[str], said: str,
+             where: str | None, family: tuple[str, str] | None, stop_on_failure: bool) -> None:
+        env = stanza_environment(stanza, direction, phase, self.settings.verbosity, family)
+        code, output = run_hook(argv, env, netns=stanza.netns, netns_dir=self.netns_dir,
+                                timeout_s=self.settings.timeout_s)
+        for line in output.splitlines():
+            self.log.append(f"{said}: {line}")
+            LOG.info("%s: %s", said, line)
+        if code == 0:
+            self.log.append(f"{said}: ok")
+            return
+        text = f"{where + ': ' if where else ''}{said} failed ({status_text(code)})"
+        self.log.append(text)
+        LOG.warning("%s", text)
+        if stop_on_failure:
+            last = output.strip().splitlines()[-1:] or [""]
+            raise HookFailed(f"{text}{': ' + last[0] if last[0] else ''}; "
+                             f"{stanza.name} was not brought up")
+
+
+def _pre_up_batches(plan, lifecycle: Lifecycle) -> dict[Key, int]:
+    """The batch before which each interface's pre-up runs: the one that sets
+    it up (it exists by then, down), else the one that creates it; none
+    (start()) when the plan does not bring it up."""
+    wanted = set(lifecycle.cycles + lifecycle.ups)
+    set_up: dict[Key, int] = {}
+    created: dict[Key, int] = {}
+    for number, batch in enumerate(plan.batches):
+        for op in batch:
+            key = (op.netns, op.name)
+            if key not in wanted:
+                continue
+            if op.action == "link-up":
+                set_up.setdefault(key, number)
+            elif op.action == "link-add":
+                created.setdefault(key, number)
+    return {**created, **set_up}
+
+
+def _name(key: Key) -> str:
+    return f"{key[1]} (netns {key[0]})" if key[0] else key[1]

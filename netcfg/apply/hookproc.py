@@ -1,0 +1,63 @@
+"""Running one hook command (an imperative line or an if-*.d script) in an
+interface's network namespace, with a time limit, without waiting for
+children it leaves behind.
+
+The namespace: a child that nsenter(1) moves into the namespace's file
+(`nsenter --net=/run/netns/NS`), so this process (netcfgd's threads) never
+changes namespace.
+
+Output goes to an anonymous temporary file, not a pipe: a hook that starts a
+daemon (`post-up wpa_supplicant -B`, `sleep 30 &`) leaves a child holding
+its stdout, and reading a pipe to EOF would hold the apply lock (and
+netcfgd) until that child exits; this is the ifupdown2 patch Proxmox carries
+("scheduler: avoid waiting for stdout eof"). We wait for the command
+itself only; its background children live on, as under ifupdown2.
+
+A command that runs past its time limit is killed with its process group
+(it runs in a session of its own), and reported as timed out.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+
+TIMED_OUT = -1000      # the exit status said for a command killed at its time limit
+NOT_STARTED = 127
+
+
+def run_hook(argv: list[str], env: dict[str, str], *, netns: str, netns_dir: str,
+             timeout_s: float) -> tuple[int, str]:
+    """(exit status, output: stdout and stderr together). Negative statuses
+    are signals; TIMED_OUT a kill at ``timeout_s``; NOT_STARTED: cannot exec."""
+    if netns:
+        argv = ["nsenter", f"--net={os.path.join(netns_dir, netns)}", "--", *argv]
+    with tempfile.TemporaryFile() as output:
+        try:
+            child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as error:
+            return NOT_STARTED, f"cannot run {argv[0]}: {error.strerror or error}"
+        try:
+            code = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.wait()
+            code = TIMED_OUT
+        output.seek(0)
+        text = output.read().decode(errors="replace")
+    if code == TIMED_OUT:
+        text += f"{'' if not text or text.endswith(chr(10)) else chr(10)}" \
+                f"(killed after {timeout_s:g} s)"
+    return code, text
+
+
+def status_text(code: int) -> str:
+    if code == TIMED_OUT:
+        return "timed out"
+    return f"killed by signal {-code}" if code < 0 else f"exit {code}"
