@@ -79,10 +79,36 @@ def sandboxed(argv: list[str], binds: tuple[tuple[str, str], ...], timeout: floa
     return json.loads(r.stdout)
 
 
-def worker_argv(mode: str, tool: str, *extra: str) -> list[str]:
+def worker_argv(mode: str, tool: str, *extra: str, tree: str | None = None) -> list[str]:
     return [SYSTEM_PYTHON, os.path.join(HERE, "worker.py"), mode, "--tool", tool,
             "--venv-bin", VENV_BIN, "--host-netns", os.readlink("/proc/self/ns/net"),
-            "--host-mntns", os.readlink("/proc/self/ns/mnt"), *extra]
+            "--host-mntns", os.readlink("/proc/self/ns/mnt"),
+            *(["--pythonpath", tree] if tree and tool == "netcfg" else []), *extra]
+
+
+def snapshot(rev: str) -> tuple[str, str]:
+    """netcfg/ and netcfgd/ as committed at ``rev``, unpacked under bench/out/ifupdown and
+    byte-compiled: netcfg's side then runs that commit (PYTHONPATH before the venv's editable
+    install), not whatever the shared working tree holds mid-edit. (directory, short hash)"""
+    short = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", rev], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    tree = os.path.join(OUT, f"tree-{short}")
+    if not os.path.isdir(tree):
+        os.makedirs(tree + ".tmp", exist_ok=True)
+        archive = subprocess.run(["git", "-C", REPO, "archive", short, "netcfg", "netcfgd"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tree + ".tmp"], input=archive, check=True)
+        subprocess.run([os.path.join(VENV_BIN, "python"), "-m", "compileall", "-q",
+                        tree + ".tmp"], check=True, env={**os.environ,
+                                                         "PYTHONDONTWRITEBYTECODE": ""})
+        os.rename(tree + ".tmp", tree)
+    where = subprocess.run([os.path.join(VENV_BIN, "python"), "-c",
+                            "import netcfg, netcfgd; print(netcfg.__file__, netcfgd.__file__)"],
+                           env={"PYTHONPATH": tree, "PATH": SYSTEM_PATH}, cwd="/",
+                           capture_output=True, text=True, check=True).stdout.split()
+    if not all(path.startswith(tree + os.sep) for path in where):
+        raise SystemExit(f"run.py: the snapshot does not take precedence: {where}")
+    return tree, short
 
 
 def write_host(vnets: int) -> tuple[str, str, str]:
@@ -179,8 +205,8 @@ def bench_sdn(args, binds, sdn_file, tools) -> dict[str, dict]:
                   f"{args.polls} polls, {args.reloads}+{args.reloads} reloads", file=sys.stderr,
                   flush=True)
             tool = "ifupdown2" if name == "ifupdown2" else "netcfg"
-            rounds[name].append(sandboxed(worker_argv("sdn", tool, *extra, *flags), binds,
-                                          timeout=900))
+            rounds[name].append(sandboxed(worker_argv("sdn", tool, *extra, *flags,
+                                                      tree=args.tree), binds, timeout=900))
     return {name: merged(runs) for name, runs in rounds.items()}
 
 
@@ -219,7 +245,7 @@ def bench_vlans(args, tools) -> dict[str, dict]:
               flush=True)
         results[tool] = sandboxed(
             worker_argv("vlans", tool, "--file", path, "--ports", str(args.ports),
-                        "--runs", str(runs)),
+                        "--runs", str(runs), tree=args.tree),
             ((conf, IFUPDOWN2_CONF),), timeout=3600)
     return results
 
@@ -276,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", choices=TOOLS)
     p.add_argument("--skip-vlans", action="store_true")
     p.add_argument("--skip-sdn", action="store_true")
+    p.add_argument("--commit", metavar="REV",
+                   help="run netcfg's side from REV's netcfg/ and netcfgd/ (git archive) instead "
+                        "of the working tree")
     p.add_argument("--profile", action="store_true",
                    help="also profile netcfg's poll (phases, interpreter start, imports)")
     args = p.parse_args(argv)
@@ -292,7 +321,14 @@ def main(argv: list[str] | None = None) -> int:
     tools = args.only or list(TOOLS)
     head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    print(f"bench/ifupdown at {head}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+    args.tree = None
+    if args.commit:
+        args.tree, head = snapshot(args.commit)
+    else:
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "netcfg",
+                                "netcfgd"], capture_output=True, text=True).stdout.strip()
+        head += " + uncommitted changes in netcfg/ or netcfgd/" if dirty else ""
+    print(f"netcfg at {head}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"load average {os.getloadavg()[0]:.2f}")
     interfaces, sdn_file, conf = write_host(args.vnets)
     binds = ((interfaces, HOST_INTERFACES), (os.path.dirname(sdn_file), HOST_INTERFACES_D),
@@ -315,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"note: {name}: {note}")
         if args.profile:
             report["profile"] = sandboxed(worker_argv("profile", "netcfg", "--polls",
-                                                      str(max(args.polls, 5))), binds, 600)
+                                                      str(max(args.polls, 5)), tree=args.tree),
+                                          binds, 600)
             print_profile(report["profile"])
         if not args.skip_vlans:
             report["vlans"] = bench_vlans(args, tools)

@@ -59,9 +59,10 @@ def refuse_host_namespaces(host_net: str, host_mnt: str) -> None:
 class Tool:
     """How to start one of the four commands of one implementation."""
 
-    def __init__(self, name: str, venv_bin: str):
+    def __init__(self, name: str, venv_bin: str, pythonpath: str | None = None):
         self.name = name
         self.venv_bin = venv_bin
+        self.pythonpath = pythonpath   # netcfg from a snapshot of a commit (run.py --commit)
 
     def argv(self, command: str, *args: str) -> list[str]:
         if self.name == "ifupdown2":
@@ -71,7 +72,10 @@ class Tool:
 
     def env(self) -> dict[str, str]:
         path = SYSTEM_PATH if self.name == "ifupdown2" else f"{self.venv_bin}:{SYSTEM_PATH}"
-        return {"PATH": path, "LANG": "C.UTF-8", "HOME": "/root"}
+        env = {"PATH": path, "LANG": "C.UTF-8", "HOME": "/root"}
+        if self.pythonpath:
+            env["PYTHONPATH"] = self.pythonpath
+        return env
 
 
 def timed(argv: list[str], env: dict[str, str], timeout: float = 600) -> dict:
@@ -220,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("mode", choices=("sdn", "vlans", "profile"))
     p.add_argument("--tool", choices=("netcfg", "ifupdown2"), required=True)
     p.add_argument("--venv-bin", required=True)
+    p.add_argument("--pythonpath", help="netcfg's packages from here (a commit's snapshot)")
     p.add_argument("--host-netns", required=True)
     p.add_argument("--host-mntns", required=True)
     p.add_argument("--sdn", help="sdn mode: host path of the sdn file (edited in place)")
@@ -233,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900)
     args = p.parse_args(argv)
     refuse_host_namespaces(args.host_netns, args.host_mntns)
-    tool = Tool(args.tool, args.venv_bin)
+    tool = Tool(args.tool, args.venv_bin, args.pythonpath)
     if args.mode == "vlans":
         json.dump(run_vlans(args, tool), sys.stdout)
         return 0
