@@ -168,7 +168,10 @@ def guest_state(names: Sequence[str]) -> dict[str, dict]:
     vlans: dict[str, dict[int, list[str]]] = {}
     out = run("bridge", "-j", "vlan", "show", check=False).stdout
     for entry in json.loads(out) if out.strip() else []:
-        vlans[entry["ifname"]] = {v["vlan"]: sorted(v.get("flags", [])) for v in entry["vlans"]}
+        table = vlans.setdefault(entry["ifname"], {})
+        for v in entry["vlans"]:   # a later iproute2 gives ranges (vlan to vlanEnd)
+            for vid in range(v["vlan"], v.get("vlanEnd", v["vlan"]) + 1):
+                table[vid] = sorted(v.get("flags", []))
     state = {}
     for name in names:
         link = links.get(name)
