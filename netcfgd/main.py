@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from netcfg import __version__
+from netcfg.apply import hookrecord
 from netcfg.apply.confirm import run_dir
+from netcfg.apply.hooks import HookSettings
 from netcfg.apply.execute import ApplyFailed, ApplyResult, RevertFailed, apply, revert
 from netcfg.apply.lock import apply_lock
 from netcfg.cli.client import socket_path
@@ -77,6 +79,7 @@ class Options:
     render_timeout: float = DEFAULT_RENDER_TIMEOUT_S   # seconds; under WatchdogSec
     request_deadline: float = REQUEST_DEADLINE_S       # a client's whole request
     template_path: tuple[str, ...] = (IFUPDOWN2_TEMPLATES,)   # ifupdown2's template_lookuppath
+    network_dir: str | None = None    # holds if-*.d scripts (--network-dir); None: none run
 
 
 class Daemon:
@@ -99,6 +102,10 @@ class Daemon:
         self.started_at = time.time()
         self.run_dir = options.run_dir or run_dir()
         self.trials = Trials(self.run_dir)
+        # Hooks (netcfg/apply/hooks.py): the record beside the apply lock, shared
+        # with `netcfg apply` and the ifupdown commands; if-*.d scripts when asked.
+        self.hook_settings = HookSettings(scripts_dir=options.network_dir,
+                                          record=hookrecord.default_path(self.run_dir))
         # Set up in start():
         self.events: EventSocket | None = None
         self.watch: NetnsDirWatch | None = None
@@ -121,7 +128,8 @@ class Daemon:
         self.watch = NetnsDirWatch(self.options.netns_dir)
         self.session = KernelSession(self.options.netns_dir)
         self.reconciler = Reconciler(self.session, self.log, self.hooks,
-                                     before_write=self.apply_lock)
+                                     before_write=self.apply_lock,
+                                     hook_settings=self.hook_settings)
         left = self._left_by_a_trial()
         compiled = left[0] if left else compile_config(self.source)
         self._loaded(compiled, lower_enabled=left[1] if left else True)
@@ -477,7 +485,7 @@ class Daemon:
         assert self.reconciler is not None and self.session is not None
         if dry_run:
             return apply(desired, self.session, lower_enabled=lower_enabled, dry_run=True,
-                         selection=selection), None
+                         selection=selection, hooks=self.hook_settings), None
         waiting = self.trials.current
         if waiting is not None:
             raise NetcfgError(f"an apply --confirm (pid {waiting.client_pid}) waits for "
@@ -491,7 +499,8 @@ class Daemon:
         self.session.on_batch = on_write
         try:
             with self.apply_lock():
-                result = apply(desired, self.session, lowered=lowered, selection=selection)
+                result = apply(desired, self.session, lowered=lowered, selection=selection,
+                               hooks=self.hook_settings)
         except BaseException:
             if confirm is not None:   # apply() put the old state back itself
                 self.trials.forget_left_over()
@@ -594,6 +603,10 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                         "it under the unit's WatchdogSec (default: $NETCFG_RENDER_TIMEOUT or "
                         f"{DEFAULT_RENDER_TIMEOUT_S:g})")
     add_template_path_option(parser)
+    parser.add_argument("--network-dir", default=os.environ.get("NETCFG_NETWORK_DIR") or None,
+                        metavar="DIR", help="run the if-pre-up.d ... if-post-down.d scripts "
+                        "of DIR as ifupdown2 does (netcfg-ifupdown's drop-in: /etc/network; "
+                        "default: $NETCFG_NETWORK_DIR, else none)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = parser.parse_args(argv)
     variables: dict[str, Any] = {}
@@ -608,7 +621,8 @@ def parse_args(argv: Sequence[str] | None) -> Options:
     options = Options(config=os.path.abspath(args.config), variables=variables,
                       run_dir=args.run_dir, netns_dir=args.netns_dir, debounce=args.debounce,
                       cap=args.cap, resync=args.resync, verbose=args.verbose,
-                      event_buffer=args.event_buffer, template_path=tuple(args.template_path))
+                      event_buffer=args.event_buffer, template_path=tuple(args.template_path),
+                      network_dir=args.network_dir)
     if not 0 < args.render_timeout < float("inf"):
         parser.error(f"--render-timeout expects a positive number of seconds, "
                      f"got {args.render_timeout}")

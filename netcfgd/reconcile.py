@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from netcfg.apply.execute import ApplyResult, apply
+from netcfg.apply.hooks import HookSettings
 from netcfg.kernel.ns import NetnsError
 from netcfg.kernel.read import KERNEL_ROUTE_PROTOCOLS
 from netcfg.kernel.session import KernelSession
@@ -112,8 +113,10 @@ class Reconciler:
 
     def __init__(self, session: KernelSession, log: logging.Logger,
                  hooks: NamespaceHooks | None = None,
-                 before_write: Callable[[], Any] | None = None):
+                 before_write: Callable[[], Any] | None = None,
+                 hook_settings: HookSettings | None = None):
         self.session = session
+        self.hook_settings = hook_settings     # imperative lines, if-*.d scripts, their record
         self.log = log
         self.hooks = hooks or NamespaceHooks(log)
         self.desired: Model | None = None
@@ -340,7 +343,7 @@ class Reconciler:
         writing = self.lock is not None and not dry_run
         with self.lock() if writing else contextlib.nullcontext():
             return apply(self.desired, self.session, selection=selection, lowered=self.lowered,
-                         narrow=True, dry_run=dry_run)
+                         narrow=True, dry_run=dry_run, hooks=self.hook_settings)
 
     def _enforce(self, names: list[str], everything: bool, result: PassResult) -> None:
         try:
