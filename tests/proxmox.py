@@ -66,7 +66,13 @@ def disable_ipv6(iface: str) -> None:
 def tap_create(iface: str, bridge: str) -> None:
     """qemu's tap (here `ip tuntap`, as qemu opens /dev/net/tun), then
     pve-common's tap_create: up, promisc, the bridge's MTU, no IPv6."""
-    ip("tuntap", "add", "dev", iface, "mode", "tap")
+    if run("ip", "tuntap", "add", "dev", iface, "mode", "tap", check=False).returncode:
+        # The VM's kernel may have tun as a module not loaded yet; without
+        # it, a veth is the port the bridge sees all the same.
+        run("modprobe", "tun", check=False)
+        if run("ip", "tuntap", "add", "dev", iface, "mode", "tap", check=False).returncode:
+            ip("link", "add", iface, "type", "veth", "peer", "name", f"q{iface}")
+            ip("link", "set", f"q{iface}", "up")
     ip("link", "set", iface, "up", "promisc", "on", "mtu", bridge_mtu(bridge))
     disable_ipv6(iface)
 
