@@ -18,7 +18,9 @@ from typing import Any
 from netcfg.compile.build import build_objects
 from netcfg.compile.jsonform import load_json, model_from_json
 from netcfg.compile.parser import parse
+from netcfg.compile.readfile import read_config_file
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
+from netcfg.compile.sources import SourceLoader
 from netcfg.compile.syntax import ParsedConfig
 from netcfg.compile.variables import variable_problems
 from netcfg.compile.validate import finish_model
@@ -161,11 +163,9 @@ def _compile(source: ConfigSource, state: bool = False) -> Compiled:
         renderer = make_renderer(source)
         sources = render_config(source, renderer)
 
-        def load(pattern: str, loc: SourceLocation) -> list[RenderedSource]:
-            return [renderer.render_file(f) for f in sorted(glob.glob(pattern))
-                    if os.path.isfile(f)]
-
-        parsed = parse(sources, load, report)
+        # `source` lines: what they name must be there, regular files, and
+        # all of them within the compile's bounds (netcfg/compile/sources.py).
+        parsed = parse(sources, SourceLoader(renderer), report)
         model = build_objects(parsed, report)
     finish_model(model, report, requests=not state)
     check_interface_names(model, report)   # the implied ones too: all are known now
@@ -175,14 +175,7 @@ def _compile(source: ConfigSource, state: bool = False) -> Compiled:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as e:
-        raise ConfigInvalid([Diagnostic(SourceLocation(path, 0), e.strerror or str(e))]) from None
-    except UnicodeDecodeError as e:
-        raise ConfigInvalid([Diagnostic(SourceLocation(path, 0), f"not UTF-8 text: {e}")]) \
-            from None
+    return read_config_file(path)
 
 
 def read_stdin() -> str:

@@ -35,6 +35,7 @@ from mako.lookup import TemplateLookup
 from mako.runtime import Context
 from mako.template import ModuleInfo, Template
 
+from netcfg.compile.readfile import read_config_file
 from netcfg.model.errors import ConfigInvalid, Diagnostic, quote
 from netcfg.model.location import SourceLocation
 
@@ -448,14 +449,9 @@ class Renderer:
         )
 
     def render_file(self, path: str) -> RenderedSource:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            message = f"cannot read {path}: {reason}"
-            raise ConfigInvalid([Diagnostic(SourceLocation(path, 0), message)]) from None
-        return self.render_text(path, text)
+        """Render the regular file ``path`` (a FIFO, a device or a directory is
+        refused: readfile.py)."""
+        return self.render_text(path, read_config_file(path))
 
     def render_text(self, name: str, text: str) -> RenderedSource:
         """Render ``text`` as if read from the file ``name`` (e.g. ``<stdin>``)."""
