@@ -185,6 +185,8 @@ class Daemon:
             self.log.warning(warning.format())
         assert self.reconciler is not None
         self.reconciler.load(compiled.model, lower_enabled)
+        # Its lines for other packages' hooks go to the if-*.d scripts (IF_*).
+        self.reconciler.hook_settings = self.hook_settings.with_config(compiled)
         self.config_errors = []
         self.config_loaded_at = time.time()
 
@@ -477,15 +479,19 @@ class Daemon:
     def apply_config(self, desired: Model, source: ConfigSource, *,
                      selection: Selection | None, dry_run: bool, lower_enabled: bool,
                      on_write: Callable[..., None], confirm: float | None = None,
-                     client_pid: int = 0) -> tuple[ApplyResult, Trial | None]:
+                     client_pid: int = 0,
+                     compiled: Any = None) -> tuple[ApplyResult, Trial | None]:
         """`netcfg apply` through the daemon. A dry run changes nothing; an
         apply that verified becomes the config the daemon enforces (and
         reloads, when it came from files). With ``confirm`` (seconds) a change
-        is on trial: reverted at the deadline unless `netcfg confirm` comes."""
+        is on trial: reverted at the deadline unless `netcfg confirm` comes.
+        ``compiled``: what ``desired`` was compiled from, for its lines for
+        other packages' hooks (if-*.d scripts see them as IF_*)."""
+        hooks = self.hook_settings.with_config(compiled)
         assert self.reconciler is not None and self.session is not None
         if dry_run:
             return apply(desired, self.session, lower_enabled=lower_enabled, dry_run=True,
-                         selection=selection, hooks=self.hook_settings), None
+                         selection=selection, hooks=hooks), None
         waiting = self.trials.current
         if waiting is not None:
             raise NetcfgError(f"an apply --confirm (pid {waiting.client_pid}) waits for "
@@ -500,7 +506,7 @@ class Daemon:
         try:
             with self.apply_lock():
                 result = apply(desired, self.session, lowered=lowered, selection=selection,
-                               hooks=self.hook_settings)
+                               hooks=hooks)
         except BaseException:
             if confirm is not None:   # apply() put the old state back itself
                 self.trials.forget_left_over()
@@ -508,6 +514,7 @@ class Daemon:
         finally:
             self.session.on_batch = None
         self.reconciler.load(desired, lower_enabled, lowered)
+        self.reconciler.hook_settings = hooks
         self.config_errors = []
         self.config_loaded_at = time.time()
         if source.stdin_text is None:

@@ -40,10 +40,11 @@ down or post-down line is reported and the rest go on, as ifupdown2 does.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from netcfg.apply import hookrecord, scripts
 from netcfg.apply.hookproc import run_hook, status_text
@@ -81,6 +82,18 @@ class HookSettings:
     record: str | None = field(default_factory=_default_record)   # None: none kept
     timeout_s: float = TIMEOUT_S            # per line, per script
     verbosity: int = 0                      # $VERBOSITY
+    # Lines for other packages' hooks (wpa-*, hostapd, dns-* ...), which the
+    # model never holds: {(netns, name): {attribute: first value}}, from
+    # netcfg.compile.unsupported.hook_lines(compiled.parsed); see with_config.
+    hook_lines: Mapping[Key, Mapping[str, str]] = field(default_factory=dict)
+
+    def with_config(self, compiled: Any) -> "HookSettings":
+        """These settings with the hook-only lines of ``compiled`` (a
+        netcfg.compile.pipeline.Compiled), exported to hooks as IF_<KEY>."""
+        from netcfg.compile.unsupported import hook_lines
+
+        parsed = getattr(compiled, "parsed", None)
+        return dataclasses.replace(self, hook_lines=hook_lines(parsed) if parsed else {})
 
 
 # ---------------------------------------------------------------- stanzas
@@ -99,13 +112,17 @@ class Stanza:
     locs: dict[str, str]
 
     @classmethod
-    def of(cls, obj: ConfigObject) -> "Stanza":
+    def of(cls, obj: ConfigObject, hook_lines: Mapping[str, str] | None = None) -> "Stanza":
+        """``hook_lines``: the stanza's lines for other packages' hooks."""
         families = tuple((f, str(obj.attrs.get(f) or "")) for f in ("inet", "inet6")
                          if f in obj.attrs)
         lines = tuple((phase, command) for phase in UP_PHASES + DOWN_PHASES
                       for command in obj.attrs.get(phase, ()))
         locs = {phase: str(obj.where(phase)) for phase in UP_PHASES + DOWN_PHASES}
-        return cls(obj.netns, obj.name, obj.label(), lines, families, _settings(obj), locs)
+        settings = {"IF_" + a.upper().replace("-", "_"): str(v)
+                    for a, v in (hook_lines or {}).items()}
+        settings.update(_settings(obj))
+        return cls(obj.netns, obj.name, obj.label(), lines, families, settings, locs)
 
     @classmethod
     def recorded(cls, entry: Entry) -> "Stanza":
@@ -140,7 +157,9 @@ def _settings(obj: ConfigObject) -> dict[str, str]:
 def _first_text(value: Any) -> str:
     """The first value as a stanza writes it (ifupdown2: attr_value[0])."""
     if isinstance(value, list):
-        value = value[0] if value else ""
+        # An empty list is how the model holds `bridge-ports none`,
+        # `bond-slaves none`: the stanza wrote "none".
+        value = value[0] if value else "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, dict):
@@ -221,11 +240,12 @@ class Hooks:
             stanzas: dict[Key, Stanza] = {}
             lifecycle = decide.lifecycle(wanted, recorded, ())
         else:
-            stanzas = {k: Stanza.of(o) for k, o in desired.interfaces.items()
+            extra = settings.hook_lines
+            stanzas = {k: Stanza.of(o, extra.get(k)) for k, o in desired.interfaces.items()
                        if decide.wants_up(o) and in_reach(k)}
             wanted = {k: s.fingerprint() for k, s in stanzas.items()}
-            down_lines = {k: Stanza.of(desired.interfaces[k]) for k in decide.went_down(ops)
-                          if k in desired.interfaces}
+            down_lines = {k: Stanza.of(desired.interfaces[k], extra.get(k))
+                          for k in decide.went_down(ops) if k in desired.interfaces}
             stanzas.update({k: s for k, s in down_lines.items() if k not in stanzas})
             lifecycle = decide.lifecycle(wanted, recorded, decide.came_up(ops),
                                          [k for k in down_lines if k not in wanted])

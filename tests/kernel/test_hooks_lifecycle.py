@@ -219,6 +219,7 @@ def test_if_d_scripts_run_once_per_family_in_the_namespace_and_never_hold_the_ap
             address 10.78.0.1/24
             address 10.78.1.1/24
             mtu 1400
+            wpa-ssid lab-net
         iface hk0 inet6 static
             address fd00:78::1/64
 
@@ -227,9 +228,14 @@ def test_if_d_scripts_run_once_per_family_in_the_namespace_and_never_hold_the_ap
             netns red
             bridge-ports none
         """)
-    settings = HookSettings(scripts_dir=str(network), record=str(tmp_path / "run" / "h.json"))
+    path = tmp_path / "interfaces"
+    path.write_text(text)
+    config = compile_config(ConfigSource(path=str(path)))
+    # wpa-ssid is wpasupplicant's line: never in the model, handed to the scripts.
+    settings = HookSettings(scripts_dir=str(network),
+                            record=str(tmp_path / "run" / "h.json")).with_config(config)
     started = time.monotonic()
-    result = apply(compiled(tmp_path, text), session, hooks=settings)
+    result = apply(config.model, session, hooks=settings)
     took = time.monotonic() - started
     assert result.verified and took < 15, took
     assert "UP" in link("hk0")["flags"]
@@ -248,18 +254,20 @@ def test_if_d_scripts_run_once_per_family_in_the_namespace_and_never_hold_the_ap
         ("up", "inet", "static"), ("up", "inet6", "static")]
     first = hk0[0]
     assert first["LOGICAL"] == "hk0" and first["MODE"] == "start"
+    assert first["IF_WPA_SSID"] == "lab-net"
     assert first["IF_ADDRESS"] == "10.78.0.1/24" and first["IF_MTU"] == "1400"
     assert first["netns"] == host
+    assert first["IF_BRIDGE_PORTS"] == "none"
     hk1 = [c for c in seen if c["IFACE"] == "hk1"]
     assert [(c["PHASE"], c["ADDRFAM"], c["METHOD"], c["netns"]) for c in hk1] == [
         ("pre-up", "inet", "manual", red), ("up", "inet", "manual", red)]
 
     # Unchanged: no script runs again. hk0 removed: post-down with MODE=stop.
     out.unlink()
-    assert apply(compiled(tmp_path, text), session, hooks=settings).hooks == []
+    assert apply(config.model, session, hooks=settings).hooks == []
     assert not out.exists()
     without = text[:text.index("auto hk0")] + text[text.index("auto hk1"):]
-    apply(compiled(tmp_path, without), session, hooks=settings)
+    apply(compiled(tmp_path, without), session, hooks=settings.with_config(None))
     assert [(c["IFACE"], c["PHASE"], c["ADDRFAM"], c["MODE"]) for c in calls(out)] == [
         ("hk0", "post-down", "inet", "stop"), ("hk0", "post-down", "inet6", "stop")]
     assert link("hk0") is None

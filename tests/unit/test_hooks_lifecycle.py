@@ -180,3 +180,19 @@ def test_a_missing_program_is_an_exit_status_not_a_traceback(tmp_path):
     code, output = run_hook([str(tmp_path / "nothing")], dict(os.environ), netns="",
                             netns_dir=str(tmp_path), timeout_s=1)
     assert code == 127 and "cannot run" in output
+
+
+def test_lines_for_other_packages_hooks_reach_the_scripts():
+    """wpa-* (wpasupplicant's hook) never enters the model: the scripts get
+    them from the parsed stanzas (HookSettings.with_config)."""
+    from netcfg.apply.hooks import HookSettings
+    from netcfg.compile.pipeline import ConfigSource, compile_config
+
+    compiled = compile_config(ConfigSource(path="-", stdin_text=(
+        "auto wlan0\niface wlan0 inet dhcp\n    wpa-ssid lab-net\n    wpa-psk secret\n")))
+    settings = HookSettings(record=None).with_config(compiled)
+    obj = compiled.model.interfaces[("", "wlan0")]
+    env = stanza_environment(Stanza.of(obj, settings.hook_lines.get(obj.key)), "up", "pre-up",
+                             family=("inet", "dhcp"))
+    assert env["IF_WPA_SSID"] == "lab-net" and env["IF_WPA_PSK"] == "secret"
+    assert env["METHOD"] == "dhcp"
