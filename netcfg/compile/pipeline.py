@@ -22,6 +22,7 @@ from netcfg.compile.readfile import read_config_file
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
 from netcfg.compile.sources import SourceLoader
 from netcfg.compile.syntax import ParsedConfig
+from netcfg.compile.trust import untrusted_directory
 from netcfg.compile.variables import variable_problems
 from netcfg.compile.validate import finish_model
 from netcfg.model.errors import ConfigInvalid, Diagnostic, Report
@@ -117,6 +118,12 @@ def make_renderer(source: ConfigSource) -> Renderer:
     local_lib = os.path.join(source.directory, "lib")
     if os.path.isdir(local_lib):
         lib_dirs.insert(0, local_lib)  # the operator's defs win over shipped ones
+    # Templates there run as root as much as the config does (trust.py); the
+    # shipped library is the package's own.
+    refused = [Diagnostic(SourceLocation(d, 0), f"template directory {d} is refused: {why}")
+               for d in lib_dirs[:-1] for why in [untrusted_directory(d)] if why]
+    if refused:
+        raise ConfigInvalid(refused)
     return Renderer(lib_dirs, load_variables(source), source.render_timeout)
 
 

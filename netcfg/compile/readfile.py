@@ -2,7 +2,8 @@
 
 A FIFO would hang the read for ever (a FIFO named *.tmpl hung `check`),
 /dev/zero would fill memory (exit 70 after 1.9 GB), a directory holds no
-stanzas: each is refused with a message at the line that named it.
+stanzas: each is refused with a message at the line that named it. When
+netcfg runs as root, so is a file others could write (trust.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 
+from netcfg.compile.trust import not_trusted
 from netcfg.model.errors import ConfigInvalid, Diagnostic
 from netcfg.model.location import SourceLocation
 
@@ -33,10 +35,14 @@ def read_config_file(path: str, loc: SourceLocation | None = None,
     except OSError as e:
         raise ConfigInvalid([Diagnostic(where, _cannot(path, e))]) from None
     try:
-        kind = _file_type(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        kind = _file_type(st.st_mode)
         if kind is not None:
             raise ConfigInvalid([Diagnostic(where, (
                 f"{path} is {kind}, not a regular file: a config file must be one"))])
+        why = not_trusted(path, st)
+        if why:
+            raise ConfigInvalid([Diagnostic(where, f"{path} is refused: {why}")])
         chunks, size = [], 0
         while True:
             chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
