@@ -123,15 +123,18 @@ def selection_of(names: list[str] | None) -> Selection | None:
 
 
 def apply_here(model: Model, names: list[str] | None, *, dry_run: bool,
-               run_dir: str) -> Any:
+               run_dir: str, hooks: Any) -> Any:
     """Apply ``model`` (only ``names`` and what they need, when given) under the
-    apply lock, without waiting for it; revert on failure (apply() does)."""
+    apply lock, without waiting for it; revert on failure (apply() does).
+    ``hooks``: netcfg.apply.hooks.HookSettings (the if-*.d scripts, the record
+    of what was brought up, shared with `netcfg apply` and netcfgd)."""
     from netcfg.apply.execute import apply
     from netcfg.apply.lock import apply_lock
     from netcfg.kernel.session import KernelSession
 
     with KernelSession() as session, apply_lock(run_dir, wait=False):
-        return apply(model, session, dry_run=dry_run, selection=selection_of(names))
+        return apply(model, session, dry_run=dry_run, selection=selection_of(names),
+                     hooks=hooks)
 
 
 def apply_through_daemon(daemon: Any, path: str, names: list[str] | None, *,
@@ -140,7 +143,7 @@ def apply_through_daemon(daemon: Any, path: str, names: list[str] | None, *,
     from netcfg.cli.kernel_commands import ask_daemon
 
     source = {"path": os.path.abspath(path), "variables": {}, "stdin_text": None}
-    return ask_daemon(daemon, "apply", None, source=source, dry_run=dry_run, json=False,
+    return ask_daemon(daemon, "apply", None, source=source, dry_run=dry_run, json=True,
                       lower="auto", interfaces=names or [], netns=[], confirm=None)
 
 
@@ -155,7 +158,7 @@ def apply_model_through_daemon(daemon: Any, model: Model, names: list[str] | Non
     from netcfg.compile.jsonform import model_to_json
 
     source = {"path": "-", "variables": {}, "stdin_text": json.dumps(model_to_json(model))}
-    return ask_daemon(daemon, "apply", None, source=source, dry_run=dry_run, json=False,
+    return ask_daemon(daemon, "apply", None, source=source, dry_run=dry_run, json=True,
                       lower="auto", interfaces=names or [], netns=[], confirm=None)
 
 

@@ -19,7 +19,6 @@ from netcfg.ifupdown import actions, query
 from netcfg.ifupdown.config import InterfacesFile, diagnostic_line, load, select
 from netcfg.model.errors import Diagnostic, NetcfgError
 
-STATE_DIR_ENV = "NETCFG_IFUPDOWN_STATE_DIR"
 NETWORK_DIR_ENV = "NETCFG_NETWORK_DIR"
 
 
@@ -40,10 +39,6 @@ class State:
 
 def diagnostic_text(state: State, diagnostic: Diagnostic) -> str:
     return diagnostic_line(state.ifile, diagnostic)
-
-
-def state_dir() -> str:
-    return os.environ.get(STATE_DIR_ENV) or "/run/network"
 
 
 def network_dir() -> str:
@@ -114,12 +109,35 @@ def _change(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[
     if wanted and not names:
         return 1 if errors else 0          # all of them absent: nothing to do
     model_is_file = model_is_file and not reduced
-    code = _apply(args, model, names, model_is_file=model_is_file, run_dir=run_dir())
+    code = _apply(args, ifile, model, names, model_is_file=model_is_file, run_dir=run_dir())
     return code or (1 if errors else 0)
 
 
-def _apply(args: argparse.Namespace, model, names: list[str] | None, *, model_is_file: bool,
-           run_dir: str) -> int:
+def _hook_settings(args: argparse.Namespace, ifile: InterfacesFile):
+    """ifupdown2's hooks: the stanzas' lines, and /etc/network/if-*.d scripts
+    unless --no-scripts; the record of what was brought up is netcfg's (the
+    one `netcfg apply` and netcfgd keep)."""
+    from netcfg.apply.hooks import HookSettings
+
+    scripts = None if getattr(args, "no_scripts", False) else network_dir()
+    settings = HookSettings(scripts_dir=scripts, verbosity=1 if args.verbose else 0)
+    return settings.with_config(ifile.compiled)
+
+
+def _say_plan(args: argparse.Namespace, notes, dhcp=(), hooks=()) -> None:
+    """The plan's warnings (a bridge kept for a guest's port, ...) on stderr,
+    as ifupdown2 logs them: Proxmox's task log keeps `warning: IFACE:` lines."""
+    for note in notes:
+        if note.startswith(("warning:", "error:")):
+            print(note, file=sys.stderr)
+        else:
+            actions.say(args, f"info: {note}")
+    for line in [*dhcp, *hooks]:
+        actions.say(args, f"info: {line}")
+
+
+def _apply(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[str] | None,
+           *, model_is_file: bool, run_dir: str) -> int:
     dry_run = bool(getattr(args, "no_act", False))
     daemon = _daemon()
     if daemon is not None:
@@ -128,25 +146,25 @@ def _apply(args: argparse.Namespace, model, names: list[str] | None, *, model_is
                                                   dry_run=dry_run)
         else:
             answer = actions.apply_model_through_daemon(daemon, model, names, dry_run=dry_run)
-        for warning in answer.get("warnings") or ():
-            print(warning, file=sys.stderr)
         if dry_run:
             print(answer["plan_text"], end="")
-        else:
-            summary = answer["summary"]
-            actions.say(args, f"info: netcfgd applied {summary['operations']} operations in "
-                              f"{summary['batches']} batches")
+            return 0
+        summary = answer["summary"]
+        _say_plan(args, (answer.get("plan") or {}).get("notes") or (),
+                  summary.get("dhcp") or (), summary.get("hooks") or ())
+        actions.say(args, f"info: netcfgd applied {summary['operations']} operations in "
+                          f"{summary['batches']} batches")
         return 0
-    result = actions.apply_here(model, names, dry_run=dry_run, run_dir=run_dir)
+    result = actions.apply_here(model, names, dry_run=dry_run, run_dir=run_dir,
+                                hooks=_hook_settings(args, ifile))
     if dry_run:
         print(result.plan.to_text(), end="")
         return 0
     summary = result.summary()
+    _say_plan(args, result.plan.notes, result.dhcp, result.hooks)
     actions.say(args, f"info: applied {summary['operations']} operations in "
                       f"{summary['batches']} batches, {summary['requests']} netlink requests, "
                       f"verified")
-    for line in [*result.dhcp, *result.hooks]:
-        actions.say(args, f"info: {line}")
     return 0
 
 
