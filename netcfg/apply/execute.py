@@ -44,6 +44,7 @@ from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED,
                                  UnknownDevice, UsageError, did_you_mean)
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.model import ROOT_NETNS, Model
+from netcfg.model.tags import NETNS_MARK
 from netcfg.netlink.attrs import sysctl_writes
 from netcfg.netlink.encode import PROTOCOL, delete_group, encode
 from netcfg.netlink.nlmsg import Request
@@ -219,11 +220,20 @@ def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (
                                  f"by that name" + did_you_mean(name, declared | existing))
         targets = list(dict.fromkeys(namespaces))
     scope = _Scope(session, Model(), list(dict.fromkeys([ROOT_NETNS, *targets])))
+    # Only a namespace netcfg made goes (its lo carries tags.NETNS_MARK):
+    # one the config uses but another tool made (a container's) stays, and
+    # the other tool's devices in it with it (issue 24, M7).
+    used = [n for n in targets if n in declared]
+    existing_used = set(used) & session.existing_namespaces()
+    made = session.marked_namespaces(besides=session.existing_namespaces() - existing_used)
+    notes = [f"netns {n} is left in place: its lo carries no '{NETNS_MARK}' mark, so netcfg "
+             f"did not make it (only netcfg's devices in it go)"
+             for n in sorted(existing_used - made)]
     with gc_paused():
         before = scope.current()
-        after = without_namespaces(before, set(targets), {n for n in targets if n in declared})
+        after = without_namespaces(before, set(targets), {n for n in used if n in made})
     result = _converge(after, before, scope, dry_run=dry_run, hooks=hooks,
-                       stopping=set(targets))
+                       stopping=set(targets), notes=notes)
     if not dry_run:
         result.dhcp = dhcp.release(targets)
     return result
