@@ -22,7 +22,14 @@ exec 3>/dev/ttyS1
 export LC_ALL=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive
 HERE=/usr/local/lib/netcfg-deb-test
 STATE=/var/lib/netcfg-deb-test
-IFUPDOWN2_DEB=$(ls /root/debs/ifupdown2_*.deb 2>/dev/null | head -n 1)
+# apt fetches even local .debs as its sandbox user (_apt), who cannot read
+# /root: the .debs run.sh put there are copied to a directory it can.
+DEBS=/var/cache/netcfg-deb-test
+install -d -m 0755 "$DEBS"
+for deb in /root/netcfg.deb /root/netcfg-ifupdown.deb /root/debs/ifupdown2_*.deb; do
+    [ -e "$deb" ] && install -m 0644 "$deb" "$DEBS/"
+done
+IFUPDOWN2_DEB=$(ls "$DEBS"/ifupdown2_*.deb 2>/dev/null | head -n 1)
 # Conffiles both packages ship (/etc/default/networking): answer as an
 # unattended upgrade would, and say in the log whether dpkg asked.
 APT=(apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confdef
@@ -59,7 +66,7 @@ swap_in() {
     local out before after status
     # --- Debian's ifupdown2 runs the host ------------------------------------
     if [ -z "$IFUPDOWN2_DEB" ]; then
-        result ifupdown2-installed FAIL "no /root/debs/ifupdown2_*.deb in the image"
+        result ifupdown2-installed FAIL "no ifupdown2_*.deb in /root/debs"
     else
         out=$("${APT[@]}" "$IFUPDOWN2_DEB" 2>&1)
         write_interfaces_v1
@@ -75,7 +82,7 @@ swap_in() {
 
     # --- netcfg-ifupdown installed over it: apt swaps ifupdown2 out -----------
     before=$(snapshot)
-    out=$("${APT[@]}" /root/netcfg.deb /root/netcfg-ifupdown.deb 2>&1)
+    out=$("${APT[@]}" "$DEBS/netcfg.deb" "$DEBS/netcfg-ifupdown.deb" 2>&1)
     after=$(snapshot)
     local target missing=
     target=$(readlink /sbin/ifreload)
