@@ -62,6 +62,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 }
 _SOURCE_TYPES: dict[str, tuple[type, ...]] = {
     "path": (str,), "variables": (dict, type(None)), "stdin_text": (str, type(None)),
+    "strict": (bool,),
 }
 
 

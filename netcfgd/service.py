@@ -39,7 +39,8 @@ def source_from_request(daemon: "Daemon", request: dict[str, Any]) -> ConfigSour
     return ConfigSource(path=raw["path"], variables=dict(variables),
                         stdin_text=stdin_text if isinstance(stdin_text, str) else None,
                         render_timeout=daemon.options.render_timeout,
-                        template_path=daemon.options.template_path)
+                        template_path=daemon.options.template_path,
+                        strict=raw.get("strict") is True)
 
 
 def diagnostics(error: ConfigInvalid) -> list[str]:

@@ -46,4 +46,5 @@ def config_source(args: argparse.Namespace) -> ConfigSource:
     stdin_text = read_stdin() if args.config == STDIN else None
     return ConfigSource(path=args.config, variables=variables, stdin_text=stdin_text,
                         render_timeout=args.render_timeout,
-                        template_path=tuple(args.template_path))
+                        template_path=tuple(args.template_path),
+                        strict=getattr(args, "strict", False))

@@ -45,6 +45,9 @@ def add_commands(sub: Any, config: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the plan and a summary (with \"requests\") as JSON")
     p.add_argument("--confirm", type=_seconds, metavar="SECONDS", help=CONFIRM_HELP)
+    p.add_argument("--strict", action="store_true",
+                   help="refuse lines that do nothing on this host (another program's "
+                        "settings, accepted with a warning otherwise: docs/compat.md)")
     p.set_defaults(run=cmd_apply)
 
     p = sub.add_parser("down", parents=[config],
@@ -122,7 +125,8 @@ def _daemon_source(args: argparse.Namespace) -> dict[str, Any]:
 
     source = config_source(args)
     path = source.path if source.path == STDIN else os.path.abspath(source.path)
-    return {"path": path, "variables": source.variables, "stdin_text": source.stdin_text}
+    return {"path": path, "variables": source.variables, "stdin_text": source.stdin_text,
+            "strict": source.strict}
 
 
 def ask_daemon(daemon: Any, command: str, progress: Any = None, **fields: Any) -> dict[str, Any]:

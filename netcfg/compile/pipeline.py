@@ -22,6 +22,7 @@ from netcfg.compile.readfile import read_config_file
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
 from netcfg.compile.sources import SourceLoader
 from netcfg.compile.syntax import ParsedConfig
+from netcfg.compile.unsupported import strict_errors
 from netcfg.compile.trust import untrusted_directory
 from netcfg.compile.variables import variable_problems
 from netcfg.compile.validate import finish_model
@@ -52,6 +53,9 @@ class ConfigSource:
     # ifupdown2's template_lookuppath: where `<%namespace file="/NAME"/>` of a file
     # written for ifupdown2 finds NAME (--template-path, $NETCFG_TEMPLATE_PATH).
     template_path: tuple[str, ...] = field(default_factory=lambda: (IFUPDOWN2_TEMPLATES,))
+    # --strict: a line that does nothing on this host (another program's
+    # setting, compile/unsupported.py) is an error instead of a warning.
+    strict: bool = False
 
     @property
     def directory(self) -> str:
@@ -176,6 +180,8 @@ def _compile(source: ConfigSource, state: bool = False) -> Compiled:
         model = build_objects(parsed, report)
     finish_model(model, report, requests=not state)
     check_interface_names(model, report)   # the implied ones too: all are known now
+    if source.strict:
+        report.diagnostics = strict_errors(report.diagnostics)
     report.raise_if_errors()
     return Compiled(sources, model, [d for d in report.sorted() if d.severity == "warning"],
                     parsed)

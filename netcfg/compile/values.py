@@ -292,8 +292,11 @@ def parse_string(text: str) -> str:
 L2PROTOCOL_BITS = {"stp": 0x1, "lacp": 0x4, "lldp": 0x4000}
 # pvst and cdp are Cisco's groups (01:00:0C:CC:CC:CC/CD): ifupdown2 sets them in
 # IFLA_BRPORT_GROUP_FWD_MASKHI, which only Cumulus Linux's kernel has; an
-# upstream kernel ignores that attribute, so they would do nothing.
-CUMULUS_ONLY_L2PROTOCOLS = ("pvst", "cdp", "all")
+# upstream kernel ignores that attribute, so they do nothing here: taken as
+# nothing, with an inert-line warning (l2protocol_notes; docs/compat.md "Lines
+# that do nothing here"). `all` is every group: here stp, lacp and lldp.
+CUMULUS_ONLY_L2PROTOCOLS = ("pvst", "cdp")
+ALL_L2PROTOCOLS = "all"
 
 
 def parse_l2protocols(text: str) -> int:
@@ -303,19 +306,36 @@ def parse_l2protocols(text: str) -> int:
         word = word.lower()
         if word in L2PROTOCOL_BITS:
             mask |= L2PROTOCOL_BITS[word]
+        elif word == ALL_L2PROTOCOLS:
+            mask |= sum(L2PROTOCOL_BITS.values())
         elif word in CUMULUS_ONLY_L2PROTOCOLS:
-            what = "includes pvst and cdp, which need" if word == "all" else "needs"
-            raise ValueError(f"'{word}' {what} Cumulus Linux's kernel (ifupdown2 sets them "
-                             f"in IFLA_BRPORT_GROUP_FWD_MASKHI, which upstream Linux does not "
-                             f"have and ignores); this kernel forwards only the "
-                             f"01:80:C2:00:00:0X groups: write some of "
-                             f"{' '.join(L2PROTOCOL_BITS)}")
+            pass   # nothing on this kernel: l2protocol_notes says so at the line
         elif word.startswith("0x"):
             mask |= _whole_number(word, 16, "'{}' is not a hexadecimal mask")
         else:
             raise ValueError(f"expected {', '.join(L2PROTOCOL_BITS)} (or a mask like "
                              f"0x4005), got '{word}'")
     return mask
+
+
+def l2protocol_notes(text: str) -> list[str]:
+    """pvst and cdp (and those `all` includes) do nothing on this kernel."""
+    words = list(dict.fromkeys(text.lower().replace(",", " ").split()))
+    cisco = [w for w in words if w in CUMULUS_ONLY_L2PROTOCOLS]
+    notes = []
+    if cisco:
+        one = len(cisco) == 1
+        notes.append(f"{' and '.join(repr(w) for w in cisco)} {'does' if one else 'do'} "
+                     f"nothing here: {'it needs' if one else 'they need'} {_CUMULUS_KERNEL}")
+    if ALL_L2PROTOCOLS in words:
+        notes.append(f"'all' is stp, lacp and lldp here; its pvst and cdp do nothing: they "
+                     f"need {_CUMULUS_KERNEL}")
+    return notes
+
+
+_CUMULUS_KERNEL = ("Cumulus Linux's kernel (ifupdown2 sets them in IFLA_BRPORT_GROUP_FWD_MASKHI, "
+                   "which upstream Linux does not have and ignores; this kernel forwards only "
+                   "the 01:80:C2:00:00:0X groups)")
 
 
 def format_l2protocols(mask: int) -> str:
@@ -346,6 +366,7 @@ SYNTAX: dict[str, Callable[[str], Any]] = {
 # to mean where it differs from the letter (said at the line, once).
 NOTES: dict[str, Callable[[str], list[str]]] = {
     "vlan-list": vlan_list_notes,
+    "l2protocols": l2protocol_notes,   # inert: unsupported.INERT_NOTE_SYNTAXES
 }
 
 FORMAT: dict[str, Callable[[Any], str]] = {

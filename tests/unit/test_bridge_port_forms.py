@@ -191,10 +191,36 @@ def test_l2protocol_tunnel_is_the_ports_group_forwarding_mask(tmp_path):
     assert ports[("", "swp2")].attrs["bridge-l2protocol-tunnel"] == 0x4000
 
 
+@pytest.mark.parametrize("value, mask, said", [
+    ("pvst", 0, "'pvst' does nothing here: it needs Cumulus Linux's kernel"),
+    ("stp cdp", 0x1, "'cdp' does nothing here: it needs Cumulus Linux's kernel"),
+    ("all", 0x4005, "'all' is stp, lacp and lldp here; its pvst and cdp do nothing: they need "
+                    "Cumulus Linux's kernel"),
+])
+def test_l2protocols_of_cumulus_kernels_do_nothing_here_with_a_warning(tmp_path, value, mask,
+                                                                      said):
+    """Issue 22: a line (or part of one) that does nothing here is a warning
+    at its line, which --strict refuses (tests/unit/test_unsupported_inert.py)."""
+    from netcfg.compile.unsupported import inert_count
+
+    result = compiled(tmp_path, f"""\
+        auto br0
+        iface br0
+            bridge-ports swp1
+        auto swp1
+        iface swp1
+            bridge-l2protocol-tunnel {value}
+        """)
+    assert result.model.interfaces[("", "swp1")].attrs["bridge-l2protocol-tunnel"] == mask
+    [warning] = result.warnings
+    assert warning.format().endswith(f":6: warning: swp1: bridge-l2protocol-tunnel: {said} "
+                                     f"(ifupdown2 sets them in IFLA_BRPORT_GROUP_FWD_MASKHI, "
+                                     f"which upstream Linux does not have and ignores; this "
+                                     f"kernel forwards only the 01:80:C2:00:00:0X groups)")
+    assert inert_count(result.warnings) == 1
+
+
 @pytest.mark.parametrize("value, said", [
-    ("pvst", "'pvst' needs Cumulus Linux's kernel"),
-    ("stp cdp", "'cdp' needs Cumulus Linux's kernel"),
-    ("all", "'all' includes pvst and cdp"),
     ("0x2", "MAC pause"),  # a check of the port, not of the value
     ("bpdu", "expected stp, lacp, lldp"),
 ])

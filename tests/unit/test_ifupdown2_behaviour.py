@@ -127,9 +127,11 @@ def test_templates_are_looked_up_in_ifupdown2s_template_path(tmp_path, monkeypat
 
 
 def test_daemon_only_attributes_are_refused_naming_the_daemon(tmp_path):
+    """Those ifupdown2 applies and netcfg does not; mstpctl-* and clagd-*, which
+    do nothing on a Debian host, are warnings (tests/unit/test_unsupported_inert.py)."""
     from netcfg.model.errors import ConfigInvalid
 
-    for attribute, daemon in (("mstpctl-treeprio 4096", "mstpd"), ("clagd-priority 1", "clagd"),
+    for attribute, daemon in (("batman-ifaces bat0", "batctl"),
                               # OVS is configured (docs/ovs.md); its ovs-vsctl lines are not.
                               ("ovs-extra set bridge br0 stp_enable=true", "ovs-vsctl")):
         try:

@@ -189,3 +189,19 @@ def test_strict_errors_refuses_the_parsers_and_the_builders_inert_lines():
         ("error", 13), ("error", 4), ("error", 5), ("error", 10), ("error", 11)]
     assert all(d.message.endswith("(refused: --strict)") for d in refused)
     assert refused[0].message.startswith("vlan br0.10 does nothing here: a 'vlan' stanza's")
+
+
+def test_config_source_strict_refuses_them_in_every_command(tmp_path):
+    """ConfigSource.strict: apply, netcfgd and the ifupdown commands' compile
+    path refuse the lines that do nothing here, as check --strict does."""
+    import pytest
+    from netcfg.model.errors import ConfigInvalid
+
+    path = _write(tmp_path, CUMULUS + "\nvlan br0.10\n    bridge-igmp-querier-src 10.0.0.1\n")
+    assert len(compile_config(ConfigSource(path=path)).warnings) == 5
+    with pytest.raises(ConfigInvalid) as refused:
+        compile_config(ConfigSource(path=path, strict=True))
+    assert [(d.severity, d.loc.line) for d in refused.value.diagnostics] == [
+        ("error", 4), ("error", 5), ("error", 10), ("error", 11), ("error", 13)]
+    code, _, err = _run(["apply", "--strict", "--dry-run", "-c", path])
+    assert code == 1 and ":4: error: br0: mstpctl-treeprio does nothing here" in err
