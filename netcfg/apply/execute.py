@@ -251,6 +251,10 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
     plan.notes.extend(notes)
     bulk = group_deletes(plan, scope.session.managed())
     plan.notes.extend(bulk.notes)
+    if hooks is None and dry_run:
+        # A dry run nobody asked hooks of (`ifquery -c`'s poll, netcfgd's
+        # check): the plan's notes, without reading the record.
+        hooks = HookSettings(record=None)
     runner = Hooks.for_plan(wanted, plan, scope.session.nsdir.path, hooks,
                             in_reach=_hook_reach(scope, stopping), stopping=stopping is not None)
     plan.notes.extend(runner.notes())

@@ -52,9 +52,11 @@ def default_path(run_dir: str) -> str:
 def fingerprint(up: Iterable[tuple[str, str]], families: Iterable[tuple[str, str]],
                 settings: dict[str, str]) -> str:
     """What an interface's up lines and scripts see, hashed."""
-    seen = {"up": [list(line) for line in up], "families": [list(f) for f in families],
-            "settings": {k: v for k, v in sorted(settings.items()) if k not in _DOWN_KEYS}}
-    return hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
+    # repr of tuples of strings: deterministic, and cheaper than JSON for
+    # the thousands of stanzas of a VLAN-heavy host, on every apply.
+    seen = (tuple(up), tuple(families),
+            tuple((k, v) for k, v in sorted(settings.items()) if k not in _DOWN_KEYS))
+    return hashlib.sha256(repr(seen).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -80,10 +82,18 @@ class Entry:
                      self.settings, self.locs)
 
     def to_json(self) -> dict[str, Any]:
-        return {"netns": self.netns, "name": self.name, "label": self.label,
-                "fingerprint": self.fingerprint, "down": [list(d) for d in self.down],
-                "families": [list(f) for f in self.families], "settings": self.settings,
-                "locs": self.locs}
+        out: dict[str, Any] = {"netns": self.netns, "name": self.name,
+                               "fingerprint": self.fingerprint}
+        # Left out when empty or plain: a host's thousands of VLANs mostly
+        # have no lines, and the record is read on every apply.
+        if self.label != self.name:
+            out["label"] = self.label
+        for name, value in (("down", [list(d) for d in self.down]),
+                            ("families", [list(f) for f in self.families]),
+                            ("settings", self.settings), ("locs", self.locs)):
+            if value:
+                out[name] = value
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Entry":
@@ -108,13 +118,18 @@ class Record:
     """The entries, in the order their interfaces came up (downs run in reverse)."""
 
     entries: dict[Key, Entry] = field(default_factory=dict)
+    changed: bool = False            # since loaded: save() writes only then
 
     def put(self, entry: Entry) -> None:
+        if self.entries.get(entry.key) == entry:
+            return                          # adopted again, or unchanged: keeps its place
         self.entries.pop(entry.key, None)   # moved to the end: it came up last
         self.entries[entry.key] = entry
+        self.changed = True
 
     def drop(self, key: Key) -> None:
-        self.entries.pop(key, None)
+        if self.entries.pop(key, None) is not None:
+            self.changed = True
 
     def to_json(self) -> dict[str, Any]:
         return {"version": VERSION, "interfaces": [e.to_json() for e in self.entries.values()]}
@@ -147,8 +162,10 @@ def save(path: str, record: Record) -> None:
         fd, temporary = tempfile.mkstemp(prefix=".hooks.", dir=directory)   # mode 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(record.to_json(), f, indent=1)
-                f.write("\n")
+                # One line per interface: readable, and the C encoder (indent= is Python's).
+                f.write('{"version": %d, "interfaces": [\n' % VERSION)
+                f.write(",\n".join(json.dumps(e.to_json()) for e in record.entries.values()))
+                f.write("\n]}\n")
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(temporary, path)

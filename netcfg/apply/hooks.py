@@ -118,7 +118,8 @@ class Stanza:
                          if f in obj.attrs)
         lines = tuple((phase, command) for phase in UP_PHASES + DOWN_PHASES
                       for command in obj.attrs.get(phase, ()))
-        locs = {phase: str(obj.where(phase)) for phase in UP_PHASES + DOWN_PHASES}
+        locs = {phase: str(obj.locs[phase]) for phase in UP_PHASES + DOWN_PHASES
+                if phase in obj.locs}
         settings = {"IF_" + a.upper().replace("-", "_"): str(v)
                     for a, v in (hook_lines or {}).items()}
         settings.update(_settings(obj))
@@ -133,12 +134,15 @@ class Stanza:
         return [(p, c) for p, c in self.lines if p in phases]
 
     def fingerprint(self) -> str:
-        return hookrecord.fingerprint(self.phase_lines(UP_PHASES), self.families, self.settings)
+        if "_fingerprint" not in self.__dict__:   # once: decided on, then recorded
+            object.__setattr__(self, "_fingerprint", hookrecord.fingerprint(
+                self.phase_lines(UP_PHASES), self.families, self.settings))
+        return self.__dict__["_fingerprint"]
 
     def entry(self) -> Entry:
         return Entry(self.netns, self.name, self.label, self.fingerprint(),
                      tuple(self.phase_lines(DOWN_PHASES)), self.families, self.settings,
-                     self.locs)
+                     {p: loc for p, loc in self.locs.items() if p in DOWN_PHASES})
 
 
 def _settings(obj: ConfigObject) -> dict[str, str]:
@@ -209,7 +213,6 @@ class Hooks:
     log: list[str] = field(default_factory=list)
     ran_up: list[Key] = field(default_factory=list)
     _script_dir: scripts.ScriptDirectory | None = None
-    _loaded: dict[str, Any] | None = None
     _gone: dict[Key, Stanza | None] = field(default_factory=dict)   # start()'s, for post-down
 
     @classmethod
@@ -241,19 +244,23 @@ class Hooks:
             lifecycle = decide.lifecycle(wanted, recorded, ())
         else:
             extra = settings.hook_lines
-            stanzas = {k: Stanza.of(o, extra.get(k)) for k, o in desired.interfaces.items()
+            came = decide.came_up(ops)
+            # Without a record only what the plan brings up can run anything:
+            # a no-op dry run (`ifquery -c` on 4094 VLANs) looks at nothing.
+            candidates = desired.interfaces if record is not None else {
+                k: desired.interfaces[k] for k in came if k in desired.interfaces}
+            stanzas = {k: Stanza.of(o, extra.get(k)) for k, o in candidates.items()
                        if decide.wants_up(o) and in_reach(k)}
             wanted = {k: s.fingerprint() for k, s in stanzas.items()}
             down_lines = {k: Stanza.of(desired.interfaces[k], extra.get(k))
                           for k in decide.went_down(ops) if k in desired.interfaces}
             stanzas.update({k: s for k, s in down_lines.items() if k not in stanzas})
-            lifecycle = decide.lifecycle(wanted, recorded, decide.came_up(ops),
+            lifecycle = decide.lifecycle(wanted, recorded, came,
                                          [k for k in down_lines if k not in wanted])
         script_dir = scripts.ScriptDirectory(settings.scripts_dir) if settings.scripts_dir \
             else None
         hooks = cls(settings, netns_dir, stanzas, lifecycle, record, log=log,
-                    _script_dir=script_dir,
-                    _loaded=record.to_json() if record is not None else None)
+                    _script_dir=script_dir)
         hooks.pre_up_at = _pre_up_batches(plan, lifecycle)
         return hooks
 
@@ -334,13 +341,11 @@ class Hooks:
 
     def save(self) -> None:
         """Write the record if this apply changed it; a failure is a warning."""
-        if self.record is None or self.settings.record is None:
-            return
-        if self.record.to_json() == self._loaded:
+        if self.record is None or self.settings.record is None or not self.record.changed:
             return
         try:
             hookrecord.save(self.settings.record, self.record)
-            self._loaded = self.record.to_json()
+            self.record.changed = False
         except RecordError as error:
             self.log.append(f"warning: {error}")
             LOG.warning("%s", error)
