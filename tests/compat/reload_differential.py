@@ -58,6 +58,7 @@ from explain import _stanzas, explain  # noqa: E402
 
 PAIRS_DIR = HERE / "reload_pairs"
 RESULTS = HERE / "reload_results.json"
+RAW_DIR = REPO / ".cache" / "compat-reload" / "raw"     # each pair's sandboxes, for --rejudge
 # The netcfg side's commands; as differential.py's NETCFG, a committed snapshot can be
 # run while others edit the tree: NETCFG_IFUPDOWN="env PYTHONPATH=SNAPSHOT
 # .venv/bin/python -m netcfg.ifupdown" (with NETCFG set the same way for its plans).
@@ -164,7 +165,7 @@ def _result(work: str, tool: str, proc: subprocess.CompletedProcess) -> dict:
 
 
 def run_pair(pair: Pair, host_kinds: set[str], *, plan_of=dt.netcfg_plan,
-             start=sandbox) -> Outcome:
+             start=sandbox, raw_dir: Path = RAW_DIR) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="netcfg-reload-top-") as work:
         found = ports_and_kinds(pair, work, plan_of)
     if isinstance(found, str):
@@ -182,6 +183,8 @@ def run_pair(pair: Pair, host_kinds: set[str], *, plan_of=dt.netcfg_plan,
     if after_netns - before_netns:
         raise RuntimeError(f"the host's {dt.HOST_NETNS_DIR} gained "
                            f"{sorted(after_netns - before_netns)}")
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    (raw_dir / f"{pair.name}.json").write_text(json.dumps(results))
     return judge(pair, results)
 
 
@@ -203,7 +206,8 @@ def judge(pair: Pair, results: dict[str, dict]) -> Outcome:
     ifu, ncf = results["ifupdown2"], results["netcfg"]
     out.differences = kstate.diff(ifu["state"], ncf["state"], pair.after)
     out.explained = explain(out.differences, pair.after, ifu["log"])
-    out.explained.update(reload_drift(out.differences, pair, ifu.get("state_up")))
+    out.explained.update(reload_drift(out.differences, pair, ifu.get("state_up"),
+                                      out.disruptive["ifupdown2"]))
     if any(d not in out.explained for d in out.differences):
         out.status = "different"
     elif out.differences:
@@ -211,28 +215,62 @@ def judge(pair: Pair, results: dict[str, dict]) -> Outcome:
     return out
 
 
-RELOAD_DRIFT = ("ifupdown2 reload: it set {key} on {dev} to {theirs!r}, which its own ifup -a "
-                "of the same stanza left at {ours!r} (no line writes it)")
+RELOAD_DRIFT = ("ifupdown2 reload: it set {key} on {dev} to {theirs}, which its own ifup -a "
+                "left at {ours} (no line writes it)")
+# Knobs ifupdown2's reload was seen to write when no line asks (its policy defaults,
+# where its ifup -a of a new bridge leaves the kernel's): the attribute that would.
+RELOAD_DEFAULTS = {"info_data.mcast_hash_max": "bridge-hashmax",
+                   "info_slave_data.cost": "bridge-pathcosts"}
+RELEASED_PORT = ("deliberate (reload): a port the edit releases, with no `auto`, is left "
+                 "down, as `ifup -a` of the new file leaves it; ifupdown2's reload leaves "
+                 "it up")
 
 
-def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None
-                 ) -> dict[str, str]:
-    """Differences that ifupdown2's reload made on its own: a device whose stanza the
-    edit left as it was, whose knob ifupdown2's ifup -a of BEFORE had left at the value
-    netcfg has, and that no line of AFTER writes (its reload applying policy defaults)."""
+# Proxmox's ifupdown2 keeps these ports on their bridges (its patch); Debian's does not.
+GUEST_PORTS = r"(tap|veth|fwpr)"
+GUEST_RELEASED = ("ifupdown2 (Debian's build) takes a guest port plugged by hand off its "
+                  "bridge and down on reload; Proxmox's build keeps ^(tap|veth|fwpr) ports; "
+                  "netcfg keeps it")
+OLD_POST_DOWN_NOT_RUN = ("ifupdown2 #248: its reload does not run the old post-down line of "
+                         "a changed stanza, so the route its old post-up added stays")
+
+
+def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
+                 ifupdown2_disruptive: list[str] = ()) -> dict[str, str]:
+    """Differences that ifupdown2's reload made on its own: a knob its ifup -a of
+    BEFORE left at the value netcfg has, that no line of AFTER writes (a device whose
+    stanza the edit kept, or a knob of RELOAD_DEFAULTS); and a released port's up."""
     if not ifupdown2_up:
         return {}
     old, new = _stanzas(pair.before), _stanzas(pair.after)
+    autos = {w for ln in pair.after.splitlines() if ln.split()[:1] == ["auto"]
+             for w in ln.split()[1:]}
+    released = set(rev.Asks.parse(pair.asks).down) - autos
     why = {}
     for line in differences:
         m = re.match(r"link (\S+) (\S+): ifupdown2 (.+), netcfg (.+)$", line)
-        if not m or old.get(m.group(1)) != new.get(m.group(1)):
+        if not m:
             continue
         dev, key, theirs, ours = m.groups()
+        if dev in released and key in ("up", "flags") and \
+                (theirs, ours) in (("True", "False"), (ours[:-1] + ", 'UP']", ours)):
+            why[line] = RELEASED_PORT
+            continue
+        if dev not in new and re.match(GUEST_PORTS, dev) and \
+                any(d.startswith(f"{dev} ") for d in ifupdown2_disruptive):
+            why[line] = GUEST_RELEASED
+            continue
+        written = RELOAD_DEFAULTS.get(key)
+        if dev not in new or old.get(dev) != new.get(dev) and not (written and written not in pair.after):
+            continue
         at_up = kstate._flat(ifupdown2_up["links"].get(dev, {})).get(key)
         if repr(at_up) == ours and theirs != ours:
-            why[line] = RELOAD_DRIFT.format(key=key, dev=dev, theirs=theirs.strip("'"),
-                                            ours=ours.strip("'"))
+            why[line] = RELOAD_DRIFT.format(key=key, dev=dev, theirs=theirs, ours=ours)
+    asks = rev.Asks.parse(pair.asks)
+    for line in differences:
+        m = re.match(r"route ifupdown2 only: (.*)$", line)
+        if m and json.loads(m.group(1)).get("dst") in asks.route_del:
+            why[line] = OLD_POST_DOWN_NOT_RUN
     return why
 
 
@@ -440,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", action="store_true", help="write the table into docs/compat.md")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 on a netcfg disruption, a wrong hook or an unexplained state")
+    ap.add_argument("--rejudge", action="store_true",
+                    help=f"run nothing: judge again what the last runs saved in "
+                         f"{RAW_DIR.relative_to(REPO)} (after a change to the judge)")
     ap.add_argument("--from-results", action="store_true",
                     help=f"run nothing: --doc/--check over {RESULTS.relative_to(REPO)}")
     args = ap.parse_args(argv)
@@ -449,6 +490,13 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"no such pair: {', '.join(unknown)}")
     if args.from_results:
         outcomes = [o for o in saved_outcomes() if not args.pairs or o.pair in args.pairs]
+    elif args.rejudge:
+        outcomes = [judge(pairs[path.stem], json.loads(path.read_text()))
+                    for path in sorted(RAW_DIR.glob("*.json"))
+                    if path.stem in pairs and (not args.pairs or path.stem in args.pairs)]
+        for o in outcomes:
+            print(report(o))
+        save(outcomes)
     else:
         if os.geteuid() != 0:
             print("reload_differential: needs root (namespaces)", file=sys.stderr)

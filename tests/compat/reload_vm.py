@@ -86,7 +86,8 @@ def guest(out_dir: Path) -> int:
         with open(out_dir / "trace.log", "a") as f:
             f.write(f"--- {name}\n")
         try:
-            out = rd.run_pair(pairs[name], kinds, plan_of=warm.plan, start=warm.reload_sandbox)
+            out = rd.run_pair(pairs[name], kinds, plan_of=warm.plan, start=warm.reload_sandbox,
+                              raw_dir=out_dir / "raw")
         except (RuntimeError, subprocess.SubprocessError, OSError, ValueError) as e:
             out = rd.Outcome(name, "vm", "error", str(e)[-1500:])
         row = asdict(out)
@@ -103,6 +104,7 @@ def boot(pairs: list[rd.Pair]) -> list[rd.Outcome]:
     log = OUT_DIR / "outcomes.jsonl"
     log.write_text("")
     (OUT_DIR / "trace.log").write_text("")
+    shutil.rmtree(OUT_DIR / "raw", ignore_errors=True)
     (OUT_DIR / "pairs.txt").write_text("\n".join(p.name for p in pairs) + "\n")
     py = dt.REPO / ".venv" / "bin" / "python"
     # NETCFG_PYTHONPATH: a committed snapshot's netcfg, while others edit the tree.
@@ -120,6 +122,9 @@ def boot(pairs: list[rd.Pair]) -> list[rd.Outcome]:
                         "--disable-kvm", "--memory", "2G", "--cpus", "2",
                         f"--rwdir={OUT_DIR}", "--exec", inner],
                        cwd=dt.REPO, env=env, stdout=vm_log, stderr=subprocess.STDOUT)
+    rd.RAW_DIR.mkdir(parents=True, exist_ok=True)
+    for raw in (OUT_DIR / "raw").glob("*.json"):       # for --rejudge, beside the host's
+        shutil.copy(raw, rd.RAW_DIR / raw.name)
     names = {f.name for f in fields(rd.Outcome)}
     rows = [json.loads(ln) for ln in log.read_text().splitlines() if ln.strip()]
     outcomes = [rd.Outcome(**{k: v for k, v in r.items() if k in names})
