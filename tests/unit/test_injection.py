@@ -164,3 +164,27 @@ def test_plain_values_still_round_trip(tmp_path):
     assert "left out" not in text
     br1 = compile_snapshot(tmp_path, text, "snap").model.interfaces[("", "br1")]
     assert br1.attrs["alias"] == "tenant one (VM 100)"
+
+
+def ansible_module_function(name: str):
+    """A function of fleet/ansible's netcfg_apply module, taken from its source
+    (the module imports ansible, which this tier does not install; the
+    function itself uses nothing of it)."""
+    import ast
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "fleet/ansible/plugins/modules/netcfg_apply.py"
+    tree = ast.parse(path.read_text())
+    [node] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    namespace: dict = {}
+    exec(compile(ast.Module([node], []), str(path), "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_ansible_module_refuses_control_characters_in_vars_before_staging():
+    check = ansible_module_function("control_character_in")
+    assert check("tenant\n    post-up id", "name") == ("name", "U+000A")
+    assert check({"nets": [{"br": "ok"}, {"br": "a\u2028b"}]}, "site") == \
+        ("site['nets'][1]['br']", "U+2028")
+    assert check({"k\x1b": 1}, "v") == ("v (a key)", "U+001B")
+    assert check({"name": "tenant one — ü", "mtu": 9000, "on": True}, "v") is None
