@@ -30,6 +30,9 @@ KIND_ATTRIBUTE = "link-type"
 BOND_MASTER = "bond-master"   # the slave's side of bond-slaves (compile/build.py)
 ADDRESS_VIRTUAL = "address-virtual"   # VRR: macvlans (_address_virtual_to_macvlans)
 PPP_METHOD = "ppp"   # ifupdown's `inet ppp`, left to pon/poff (_left_to_pppd)
+# ifupdown's legacy names of attributes netcfg spells as ifupdown2 does:
+# Debian ifenslave's `slaves` (still in its README) is bond-slaves.
+LEGACY_NAMES = {"slaves": "bond-slaves"}
 
 
 @dataclass(slots=True)
@@ -203,6 +206,9 @@ def _mac_octets(mac: str) -> str:
 def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
     netns = ROOT_NETNS
     attributes = stanza.attributes
+    if any(a.name in LEGACY_NAMES for a in attributes):
+        attributes = [RawAttribute(LEGACY_NAMES[a.name], a.value, a.loc)
+                      if a.name in LEGACY_NAMES else a for a in attributes]
     if stanza.keyword == IFACE:
         # The namespace is part of the interface's identity, so it is taken out
         # before merging: `iface eth0` in two namespaces are two interfaces.

@@ -278,6 +278,22 @@ def format_size(size: int) -> str:
     return str(size)
 
 
+def parse_milliseconds(text: str) -> int:
+    """Seconds as ifupdown writes them (`dad-interval 0.1`) -> whole
+    milliseconds; finer than a millisecond is refused, not rounded."""
+    whole, dot, fraction = text.partition(".")
+    if not whole.isdigit() or (dot and not fraction.isdigit()):
+        raise ValueError(f"expected seconds such as 0.1 or 2, got '{text}'")
+    if len(fraction.rstrip("0")) > 3:
+        raise ValueError(f"expected at most three decimals (milliseconds), got '{text}'")
+    return int(whole) * 1000 + int(fraction.ljust(3, "0")[:3] or 0)
+
+
+def format_milliseconds(ms: int) -> str:
+    seconds, rest = divmod(ms, 1000)
+    return f"{seconds}.{rest:03d}".rstrip("0").rstrip(".") if rest else str(seconds)
+
+
 def parse_string(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         return text[1:-1]
@@ -360,6 +376,7 @@ SYNTAX: dict[str, Callable[[str], Any]] = {
     "command": str,  # a shell command, kept as written (quotes are the shell's)
     "int-or-auto": lambda text: text if text == "auto" else parse_int(text),
     "l2protocols": parse_l2protocols,
+    "seconds": parse_milliseconds,
 }
 
 # Warnings about a value that parsed, by syntax: what netcfg took the text
@@ -374,6 +391,7 @@ FORMAT: dict[str, Callable[[Any], str]] = {
     "size": format_size,
     "lun": lambda lun: f"{lun['lun']} {lun['volume']}",
     "l2protocols": format_l2protocols,
+    "seconds": format_milliseconds,
 }
 
 

@@ -11,6 +11,15 @@
 
 ifupdown2's spellings are accepted: numeric modes (4 = 802.3ad), numeric
 lacp rates (1 = fast), and bond-xmit_hash_policy (the parser maps _ to -).
+
+Debian ifenslave's form is too: the bond declared by its settings alone, its
+slaves naming it with `bond-master` (compile/build.py turns those into
+bond-slaves), and ifupdown's legacy `slaves` for bond-slaves:
+
+    iface bond0 inet manual
+        bond-mode active-backup
+    iface eth0 inet manual
+        bond-master bond0
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ USE_CARRIER = "bond-use-carrier"
 
 class Bond(Kind):
     name = "bond"
+    # A bond whose slaves name it by bond-master (ifenslave's form) writes
+    # no bond-slaves line: compile/build.py writes it from theirs.
     defining_attributes = (SLAVES,)
     info_kind = "bond"
     takes_rx_handler = True  # as a bridge: no macvlan on a slave (EBUSY)

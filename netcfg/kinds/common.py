@@ -39,9 +39,11 @@ class Common(Trait):
         netmask = obj.attrs.pop("netmask", None)
         netmask_loc = obj.locs.pop("netmask", None)
         if addresses:
-            obj.attrs["address"] = [_with_prefix(a, netmask) for a in addresses]
+            obj.attrs["address"] = [_with_prefix(obj, a, netmask, netmask_loc, report)
+                                    for a in addresses]
         elif netmask is not None:
             report.error(netmask_loc, f"{obj.label()}: netmask without an address", "netmask")
+        _complete_legacy(obj, report)
         for route in obj.attrs.get("route", ()):
             route.setdefault("dev", obj.name)
 
@@ -103,13 +105,41 @@ class Common(Trait):
                              f"(a vrf has vrf-table)", "vrf")
 
 
-def _with_prefix(address: str, netmask: str | None) -> str:
-    if "/" in address:
+def _with_prefix(obj: ConfigObject, address: str, netmask: str | None,
+                 netmask_loc, report) -> str:
+    """``address`` with its prefix: written, else the netmask line's (IPv4),
+    else a host address, as ifupdown2 (Debian's ifupdown 0.8 would give a
+    bare IPv4 address its classful mask: a warning says so). A prefix and a
+    netmask that differ: the prefix, as ifupdown2 (ifupdown 0.8 takes the
+    netmask), with a warning."""
+    ip_text, slash, length = address.partition("/")
+    ip = ipaddress.ip_address(ip_text)
+    if ip.version == 6 or (netmask is None and slash):
         return address
-    ip = ipaddress.ip_address(address)
-    if netmask is not None and ip.version == 4:
-        return str(ipaddress.ip_interface(f"{address}/{netmask}"))
-    return f"{address}/{ip.max_prefixlen}"
+    if netmask is None:
+        classful = _CLASSFUL.get(ip.packed[0] >> 5, 32)
+        if classful != 32 and obj.attrs.get("inet") == "static":
+            report.warning(obj.where("address"),
+                           f"{obj.label()}: address {address} has no prefix and no netmask "
+                           f"line: netcfg makes it {address}/32, as ifupdown2; Debian's "
+                           f"ifupdown 0.8 gives it its class's /{classful}. Write the prefix",
+                           "address")
+        return f"{address}/32"
+    masked = ipaddress.ip_interface(f"{ip_text}/{netmask}")
+    if not slash:
+        return str(masked)
+    if int(length) != masked.network.prefixlen:
+        report.warning(netmask_loc,
+                       f"{obj.label()}: netmask {netmask} (/{masked.network.prefixlen}) "
+                       f"differs from the prefix of address {address}: netcfg keeps "
+                       f"/{length}, as ifupdown2; Debian's ifupdown 0.8 would take the netmask. "
+                       f"Remove one", "netmask")
+    return address
+
+
+# ifupdown 0.8's mask for an IPv4 address without one, by its first three
+# bits: class A (0xx) /8, B (10x) /16, C (110) /24; D and E none.
+_CLASSFUL = {0: 8, 1: 8, 2: 8, 3: 8, 4: 16, 5: 16, 6: 24}
 
 
 def _check_address_conflicts(addressed: list[ConfigObject], report) -> None:
@@ -454,3 +484,75 @@ def _device_routes(dev: ConfigObject, route: dict, model: Model):
 
 
 TRAIT = Common()
+
+
+# ifupdown's `inet dhcp` options, handed to the DHCP client (apply/dhcp.py).
+DHCP_OPTIONS = ("hostname", "client", "leasehours", "leasetime", "vendor")
+
+
+def _complete_legacy(obj: ConfigObject, report) -> None:
+    """ifupdown's keys, said in netcfg's terms: `network` checked and
+    dropped; `metric` on the default routes `gateway` makes (as ifupdown's
+    `ip route add default via GW metric M dev IF onlink`); `dad-attempts 0`
+    is accept-dad 0; the DAD wait is not netcfg's."""
+    attrs = obj.attrs
+    if "network" in attrs:
+        _check_network(obj, attrs.pop("network"), obj.locs.pop("network", obj.loc), report)
+    dhcp = attrs.get("inet") == "dhcp" or attrs.get("inet6") == "dhcp"
+    if "metric" in attrs:
+        metric = attrs["metric"]
+        gateways = attrs.pop("gateway", ())
+        loc = obj.locs.pop("gateway", obj.where("metric"))
+        for gateway in gateways:
+            route = {"to": DEFAULT_ROUTE[ipaddress.ip_address(gateway).version],
+                     "via": gateway, "dev": obj.name, "metric": metric}
+            if "vrf" in attrs:
+                route["vrf"] = attrs["vrf"]
+            if gateway_onlink(obj, gateway):
+                route["onlink"] = True   # as ifupdown adds it
+            attrs.setdefault("route", []).append(route)
+            obj.locs.setdefault("route", loc)
+        if not dhcp:
+            del attrs["metric"]
+            if not gateways:
+                report.warning(obj.where("metric"),
+                               f"{obj.label()}: metric does nothing without a gateway or "
+                               f"inet dhcp (ifupdown's meaning); remove it", "metric")
+            obj.locs.pop("metric", None)
+    for option in DHCP_OPTIONS:
+        if option in attrs and not dhcp:
+            report.warning(obj.where(option),
+                           f"{obj.label()}: {option} is an option of inet dhcp, and "
+                           f"{obj.name} has no dhcp method: it does nothing", option)
+            del attrs[option]
+    attempts = attrs.pop("dad-attempts", None)
+    where = obj.locs.pop("dad-attempts", None)
+    if attempts == 0:
+        if attrs.setdefault("accept-dad", 0) != 0:
+            report.error(where, f"{obj.label()}: dad-attempts 0 turns DAD off, and accept-dad "
+                         f"{attrs['accept-dad']} at {obj.where('accept-dad')} turns it on; "
+                         f"write one", "dad-attempts")
+        obj.locs.setdefault("accept-dad", where)
+    elif attempts is not None or "dad-interval" in attrs:
+        attribute = "dad-interval" if attempts is None else "dad-attempts"
+        report.warning(where or obj.where("dad-interval"),
+                       f"{obj.label()}: {attribute}: ifup waits for the addresses' duplicate "
+                       f"address detection to end; netcfg does not wait (the kernel's DAD "
+                       f"runs as usual, with dad-transmits probes)", attribute)
+    if attrs.pop("dad-interval", None) is not None:
+        obj.locs.pop("dad-interval", None)
+
+
+def _check_network(obj: ConfigObject, network: str, loc, report) -> None:
+    """ifupdown ignores `network`; a value that is not the addresses'
+    network is most likely a mistake in the address or its netmask."""
+    ipv4 = [a for a in obj.attrs.get("address", ()) if ":" not in a]
+    if not ipv4:
+        report.warning(loc, f"{obj.label()}: network {network} without an IPv4 address does "
+                       f"nothing", "network")
+        return
+    networks = {str(ipaddress.ip_interface(a).network.network_address) for a in ipv4}
+    if network not in networks:
+        report.warning(loc, f"{obj.label()}: network {network} is not the network of "
+                       f"{', '.join(ipv4)} ({', '.join(sorted(networks))}); netcfg, as "
+                       f"ifupdown, uses the address and its prefix. Check both", "network")
