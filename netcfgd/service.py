@@ -101,7 +101,7 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
     result, trial = daemon.apply_config(compiled.model, source, selection=selection,
                                         dry_run=dry_run, lower_enabled=lower_enabled,
                                         on_write=progress, confirm=confirm,
-                                        client_pid=conn.pid or 0)
+                                        client_pid=conn.pid or 0, compiled=compiled)
     conn.result(summary=result.summary(), plan=result.plan.to_json() if request.get("json")
                 else None, plan_text=result.plan.to_text() if dry_run else None,
                 warnings=[w.format() for w in compiled.warnings],

@@ -73,7 +73,16 @@ _WPASUPPLICANT = _Hook("wpasupplicant", "if-pre-up.d/wpasupplicant",
 _HOSTAPD = _Hook("hostapd", "if-pre-up.d/hostapd", "starts hostapd with that configuration")
 _RESOLVCONF = _Hook("resolvconf", "if-up.d/000resolvconf",
                     "hands the dns-* lines to resolvconf")
-_ETHTOOL = _Hook("ethtool", "if-pre-up.d/ethtool", "runs ethtool with them")
+# Debian's ethtool package reads these in if-pre-up.d/ethtool, a script
+# ifupdown2 never runs (its ethtool addon overrides it) and netcfg neither
+# (apply/scripts.py skips built-in handlers' names): on such a host they do
+# nothing, whether the package is installed or not.
+_ETHTOOL_KEYS = ("ethernet-", "hardware-irq-coalesce-", "hardware-dma-ring-", "offload-",
+                 "driver-message-level")
+_ETHTOOL_REASON = ("is read only by Debian's ethtool package, in its if-pre-up.d/ethtool "
+                   "hook, which ifupdown2 does not run (its own ethtool addon takes its "
+                   "place) and netcfg does not either: the line does nothing here; netcfg's "
+                   "link-speed, link-duplex and link-autoneg are what it sets")
 _WIRELESS = _Hook("wireless-tools", "if-pre-up.d/wireless-tools", "runs iwconfig with them")
 
 # By prefix (or whole name), the packages whose hooks read the lines. Names
@@ -82,11 +91,6 @@ _HOOK_PREFIXES = (
     ("wpa-", _WPASUPPLICANT),
     ("hostapd", _HOSTAPD),
     ("dns-", _RESOLVCONF),
-    ("ethernet-", _ETHTOOL),
-    ("hardware-irq-coalesce-", _ETHTOOL),
-    ("hardware-dma-ring-", _ETHTOOL),
-    ("offload-", _ETHTOOL),
-    ("driver-message-level", _ETHTOOL),
     ("wireless-", _WIRELESS),
 )
 
@@ -180,6 +184,8 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
     for prefix, hook in _HOOK_PREFIXES:
         if attribute.startswith(prefix):
             return Unsupported(_hook_reason(hook, hooks_dir or network_dir()), True)
+    if attribute.startswith(_ETHTOOL_KEYS):
+        return Unsupported(_ETHTOOL_REASON, True)
     for prefix, reason in _REFUSED_PREFIXES:
         if attribute.startswith(prefix):
             return Unsupported(reason, False)
