@@ -22,10 +22,11 @@ _CHUNK = 1 << 20
 
 
 def read_config_file(path: str, loc: SourceLocation | None = None,
-                     limit: int = MAX_FILE_BYTES) -> str:
+                     limit: int = MAX_FILE_BYTES, trusted_dirs: set[str] | None = None) -> str:
     """The text of the regular file ``path``, at most ``limit`` bytes.
     ConfigInvalid at ``loc`` (else at the file) when it is missing, not a
-    regular file, too big, unreadable or not UTF-8."""
+    regular file, too big, unreadable or not UTF-8, or (as root) when others
+    could write it (trust.py; ``trusted_dirs``: its per-compile memo)."""
     where = loc or SourceLocation(path, 0)
     # O_NONBLOCK: opening a FIFO with no writer would wait for one for ever.
     # The type is judged on the open file, so nothing can be swapped in
@@ -40,7 +41,7 @@ def read_config_file(path: str, loc: SourceLocation | None = None,
         if kind is not None:
             raise ConfigInvalid([Diagnostic(where, (
                 f"{path} is {kind}, not a regular file: a config file must be one"))])
-        why = not_trusted(path, st)
+        why = not_trusted(path, st, _opened_path, fd, trusted_dirs)
         if why:
             raise ConfigInvalid([Diagnostic(where, f"{path} is refused: {why}")])
         chunks, size = [], 0
@@ -62,6 +63,15 @@ def read_config_file(path: str, loc: SourceLocation | None = None,
         return b"".join(chunks).decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigInvalid([Diagnostic(where, f"{path}: not UTF-8 text: {e}")]) from None
+
+
+def _opened_path(fd: int) -> str | None:
+    """The real path of the open file (one readlink, where realpath() walks
+    every component): the file that is read, whatever its name is now."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None   # no /proc: not_trusted resolves the name
 
 
 def _file_type(mode: int) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Callable
 
 
 def enforced() -> bool:
@@ -28,11 +29,15 @@ def enforced() -> bool:
     return os.geteuid() == 0
 
 
-def not_trusted(path: str, st: os.stat_result | None = None) -> str | None:
+def not_trusted(path: str, st: os.stat_result | None = None,
+                real_path: Callable[[int], str | None] | None = None, fd: int = -1,
+                trusted_dirs: set[str] | None = None) -> str | None:
     """Why root must not read ``path`` as config, with the fix; None when
     root owns it and the directories above it, and no one else can write
-    them (or when not running as root). ``st``: the file's stat, when it is
-    open already (its fstat: what is read, not what the name now points to)."""
+    them (or when not running as root). ``st``, and ``real_path(fd)``: the
+    stat and the real path of the file when it is open already as ``fd``
+    (what is read, not what the name points to now; asked only as root). ``trusted_dirs``: directories one compile
+    found fine already, skipped (and added to)."""
     if not enforced():
         return None
     try:
@@ -44,11 +49,11 @@ def not_trusted(path: str, st: os.stat_result | None = None) -> str | None:
         return why
     # The directories above the name as given and above what it resolves
     # to: a link in a directory others can write can be pointed elsewhere.
-    seen: set[str] = set()
-    for start in (os.path.abspath(path), os.path.realpath(path)):
+    seen: set[str] = trusted_dirs if trusted_dirs is not None else set()
+    real = real_path(fd) if real_path is not None else None
+    for start in (os.path.abspath(path), real or os.path.realpath(path)):
         directory = os.path.dirname(start)
         while directory not in seen:
-            seen.add(directory)
             try:
                 dst = os.stat(directory)
             except OSError:
@@ -56,6 +61,7 @@ def not_trusted(path: str, st: os.stat_result | None = None) -> str | None:
             why = _writable_by_others(directory, dst, is_parent=True)
             if why:
                 return why
+            seen.add(directory)
             parent = os.path.dirname(directory)
             if parent == directory:
                 break
