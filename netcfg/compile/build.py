@@ -11,6 +11,7 @@ run reports them all.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
@@ -53,7 +54,11 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     (netcfg.compile.validate.finish_model)."""
     model = Model(lower_off_files=set(parsed.lower_off_files))
     pending: dict[tuple[str, str, str], _Pending] = {}
+    aliases: dict[str, str] = {}
     for stanza in parsed.stanzas:
+        stanza = _alias_on_base(stanza, aliases, report)
+        if stanza.keyword == IFACE and any(a.name == "netmask" for a in stanza.attributes):
+            _fold_netmask(stanza, report)
         _merge(stanza, pending, report)
     to_pppd = _left_to_pppd(pending, report)
     _bond_master_to_slaves(pending, report)
@@ -63,7 +68,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
         obj = builder.build(p)
         if obj is not None:
             model.section(obj.section)[obj.key if obj.section == IFACE else obj.name] = obj
-    _mark_auto(parsed, model, report, to_pppd)
+    _mark_auto(parsed, model, report, to_pppd, aliases)
     for key, parent in virtual.items():
         obj, lower = model.interfaces.get(key), model.interfaces.get(parent)
         if obj is not None and lower is not None:
@@ -201,6 +206,67 @@ def _mac_octets(mac: str) -> str:
     if all(1 <= len(o) <= 2 and all(c in "0123456789abcdef" for c in o) for o in octets):
         return ":".join(o.rjust(2, "0") for o in octets)
     return mac.lower()   # not a MAC: the hwaddress check says so, at the line
+
+
+# What an ifupdown alias stanza (`iface eth0:0 inet static`) may write: its
+# address and what ifupdown adds with it. Anything else (a link-type, an mtu)
+# makes it no alias, and its name is refused as a device name.
+ALIAS_ATTRIBUTES = frozenset({"address", "netmask", "broadcast", "network", "scope",
+                              "pointopoint", "gateway", "metric"})
+
+
+def _alias_on_base(stanza: Stanza, aliases: dict[str, str], report: Report) -> Stanza:
+    """`iface eth0:0 inet static` (ifupdown's alias): ifupdown runs `ip addr
+    add ADDRESS dev eth0:0 label eth0:0`, and the kernel takes eth0:0 as
+    eth0 (dev_ioctl cuts the name at ':'): a secondary address on eth0. So
+    the stanza's lines go to eth0's stanza, its netmask folded into its own
+    addresses first (eth0's netmask may differ). ``aliases``: alias -> base,
+    for `auto eth0:0`."""
+    base, colon, label = stanza.name.partition(":")
+    if (stanza.keyword != IFACE or not colon or not base or not label
+            or stanza.method not in (None, "static")
+            or any(a.name not in ALIAS_ATTRIBUTES for a in stanza.attributes)):
+        return stanza
+    aliases[stanza.name] = base
+    return Stanza(stanza.keyword, base, stanza.loc, stanza.family, stanza.method,
+                  list(stanza.attributes))
+
+
+def _fold_netmask(stanza: Stanza, report: Report) -> None:
+    """ifupdown's `netmask` is its own stanza's: given to the stanza's
+    addresses written without a prefix (an inet6 stanza's is a length), so
+    an alias stanza's or an inet6 stanza's netmask never meets another
+    stanza's. An address with a prefix keeps it, as in ifupdown2 (Debian's
+    ifupdown 0.8 takes the netmask): a warning when the two differ."""
+    masks = [a for a in stanza.attributes if a.name == "netmask"]
+    addresses = [a for a in stanza.attributes if a.name == "address"]
+    if len(masks) != 1 or not addresses:
+        return   # none; twice or alone: the builder's errors say so
+    netmask = masks[0]
+    kept = []
+    for raw in stanza.attributes:
+        if raw.name == "address":
+            raw = RawAttribute(raw.name, " ".join(_with_netmask(stanza.name, w, netmask, report)
+                                                  for w in raw.value.split()), raw.loc)
+        if raw is not netmask:
+            kept.append(raw)
+    stanza.attributes = kept
+
+
+def _with_netmask(name: str, word: str, netmask: RawAttribute, report: Report) -> str:
+    address, slash, length = word.partition("/")
+    try:
+        masked = ipaddress.ip_interface(f"{address}/{netmask.value}")
+    except ValueError:
+        return word   # not an address or no netmask: the value checks say so, at the line
+    if not slash:
+        return str(masked)
+    if length != str(masked.network.prefixlen):
+        report.warning(netmask.loc, f"{name}: netmask {netmask.value} "
+                       f"(/{masked.network.prefixlen}) differs from the prefix of address "
+                       f"{word}: netcfg keeps /{length}, as ifupdown2; Debian's ifupdown 0.8 "
+                       f"would take the netmask. Remove one", "netmask")
+    return word
 
 
 def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
@@ -459,7 +525,7 @@ MERGED_LINES = frozenset({"bridge-ports", "bond-slaves"})
 
 
 def _mark_auto(parsed: ParsedConfig, model: Model, report: Report,
-               not_ours: set[str] = frozenset()) -> None:
+               not_ours: set[str] = frozenset(), aliases: dict[str, str] | None = None) -> None:
     """`auto NAME` brings up every interface called NAME, in any namespace.
 
     A name on an auto line with no stanza is an interface that needs no
@@ -471,6 +537,8 @@ def _mark_auto(parsed: ParsedConfig, model: Model, report: Report,
     for name, loc in parsed.auto.items():
         if name in not_ours:
             continue
+        if aliases and name in aliases:
+            name = aliases[name]   # `ip link set eth0:0 up` brings eth0 up
         objs = by_name.get(name)
         if objs:
             for obj in objs:
