@@ -520,6 +520,13 @@ TRAIT = Common()
 DHCP_OPTIONS = ("hostname", "client", "leasehours", "leasetime", "vendor")
 
 
+NOT_YET_APPLIED = {
+    "scope": "the addresses get the kernel's scope (global; host for 127.0.0.0/8)",
+    "metric": "the DHCP client's routes get its default metric",
+    **{option: "the DHCP client is started without it" for option in DHCP_OPTIONS},
+}
+
+
 def _complete_legacy(obj: ConfigObject, report) -> None:
     """ifupdown's keys, said in netcfg's terms: `network` checked and
     dropped; `metric` on the default routes `gateway` makes (as ifupdown's
@@ -555,6 +562,19 @@ def _complete_legacy(obj: ConfigObject, report) -> None:
                            f"{obj.label()}: {option} is an option of inet dhcp, and "
                            f"{obj.name} has no dhcp method: it does nothing", option)
             del attrs[option]
+    # Not applied yet: the diff (plan/diff.py HANDLED_ELSEWHERE), the address
+    # operations (plan/addresses.py) and the DHCP client (apply/dhcp.py) do not
+    # carry them; said at the line rather than sent as a link setting.
+    for option in NOT_YET_APPLIED:
+        if option == "scope" and attrs.get("scope") == "global":
+            attrs.pop("scope")   # the kernel's own
+            obj.locs.pop("scope", None)
+        elif option in attrs and (option != "metric" or dhcp):
+            del attrs[option]
+            report.warning(obj.where(option),
+                           f"{obj.label()}: {option} is accepted but not applied yet: "
+                           f"{NOT_YET_APPLIED[option]}", option)
+            obj.locs.pop(option, None)
     attempts = attrs.pop("dad-attempts", None)
     where = obj.locs.pop("dad-attempts", None)
     if attempts == 0:

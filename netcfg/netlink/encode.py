@@ -416,6 +416,9 @@ def _address(op: Operation, ctx: EncodeContext) -> bytes:
     _only(op, ADDRESS_PARAMS)
     # As iproute2: 127.0.0.0/8 is host-scoped.
     scope = RT_SCOPE_HOST if family == AF_INET and packed[0] == 127 else RT_SCOPE_UNIVERSE
+    if op.params.get("scope") is not None:
+        # ifupdown's `scope` line, as `ip addr add A scope S` (rtnetlink's numbers).
+        scope = ADDRESS_SCOPES[op.params["scope"]]
     # `pointopoint PEER` (ifupdown2's): IFA_ADDRESS is the peer, as `ip addr
     # add A peer P`; `broadcast B`: IFA_BROADCAST, as `ip addr add A brd B`;
     # `metric M`: IFA_RT_PRIORITY, the metric of the address's prefix route.
@@ -432,7 +435,9 @@ def _address(op: Operation, ctx: EncodeContext) -> bytes:
 
 # "replace": the address is there already, with another metric
 # (plan/addresses.py _metric_changes): NLM_F_REPLACE changes it in place.
-ADDRESS_PARAMS = ("peer", "broadcast", "metric", "replace")
+ADDRESS_PARAMS = ("peer", "broadcast", "metric", "replace", "scope")
+# rt_scope_t (linux/rtnetlink.h), by the names ip-address(8) takes.
+ADDRESS_SCOPES = {"global": 0, "site": 200, "link": 253, "host": 254}
 
 
 _MAX_PREFIX = {AF_INET: 32, AF_INET6: 128}
