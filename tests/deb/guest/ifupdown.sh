@@ -70,6 +70,9 @@ swap_in() {
     else
         out=$("${APT[@]}" "$IFUPDOWN2_DEB" 2>&1)
         write_interfaces_v1
+        # ifupdown2 takes its lock in /run/network, which its
+        # start-networking creates: without it "Another instance ... running".
+        mkdir -p /run/network
         out="$out"$'\n'$(ifup -a 2>&1)
         status=$(pkg_status ifupdown2)
         if [ "$status" = "install ok installed" ] && [ "$(addrs dummy0)" = 10.50.0.1/24 ]; then
