@@ -174,7 +174,8 @@ def _attribute_lines(obj: ConfigObject) -> list[str]:
 def _emit_plain(keyword: str, obj: ConfigObject) -> str:
     why = unsafe_text(obj.name, name=True) or (obj.netns and unsafe_text(obj.netns, name=True))
     if why:
-        return f"# {keyword} {escaped(obj.name)} left out: cannot be written here as it is ({why})\n"
+        return (f"# {keyword} {escaped(obj.name)} left out: cannot be written here as it is "
+                f"({why})\n")
     lines = [f"{keyword} {obj.name}"]
     if keyword == "target" and obj.netns:
         lines.append(f"{INDENT}netns {obj.netns}")

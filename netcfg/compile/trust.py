@@ -36,8 +36,9 @@ def not_trusted(path: str, st: os.stat_result | None = None,
     root owns it and the directories above it, and no one else can write
     them (or when not running as root). ``st``, and ``real_path(fd)``: the
     stat and the real path of the file when it is open already as ``fd``
-    (what is read, not what the name points to now; asked only as root). ``trusted_dirs``: directories one compile
-    found fine already, skipped (and added to)."""
+    (what is read, not what the name points to now; asked only as root).
+    ``trusted_dirs``: directories one compile found fine already, skipped
+    (and added to)."""
     if not enforced():
         return None
     try:

@@ -64,7 +64,8 @@ def test_a_glob_matching_nothing_stays_fine_and_a_match_is_read(tmp_path):
     main = interfaces(tmp_path, MAIN.format("interfaces.d/*"))
     assert ("", "br0") in compile_config(ConfigSource(path=str(main))).model.interfaces
     (tmp_path / "interfaces.d" / "tenant").write_text(TENANT)
-    (tmp_path / "interfaces.d" / "old").mkdir()   # a directory a glob matches is not a file it names
+    # A directory a glob matches is not a file it names: skipped.
+    (tmp_path / "interfaces.d" / "old").mkdir()
     assert ("", "br9") in compile_config(ConfigSource(path=str(main))).model.interfaces
 
 
