@@ -432,7 +432,7 @@ class _Parser:
         for entry in entries:
             if _SOURCE_DIRECTORY_NAME.match(entry):
                 path = os.path.join(directory, entry)
-                if os.path.isfile(path):
+                if not os.path.isdir(path):   # a FIFO or dangling link: the loader refuses it
                     self._include(os.path.join(glob.escape(directory), entry), loc)
 
     def _include(self, pattern: str, loc: SourceLocation) -> None:

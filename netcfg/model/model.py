@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from netcfg.model.errors import quote
 from netcfg.model.location import NOWHERE, SourceLocation
 
 ROOT_NETNS = ""  # the host's own namespace; printed without a `netns` attribute
@@ -50,9 +51,12 @@ class ConfigObject:
 
     def label(self) -> str:
         """How messages name this object: ``br0``, ``br0 (netns t1)``."""
+        # A name read from the kernel may hold what a config may not (ESC):
+        # never printed raw (docs/security.md).
+        name = self.name if self.name.isprintable() else quote(self.name)
         if self.section == IFACE and self.netns:
-            return f"{self.name} (netns {self.netns})"
-        return self.name
+            return f"{name} (netns {self.netns})"
+        return name
 
 
 @dataclass
