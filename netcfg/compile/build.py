@@ -61,6 +61,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
             _fold_netmask(stanza, report)
         _merge(stanza, pending, report)
     to_pppd = _left_to_pppd(pending, report)
+    _default_tunnel_source(pending)
     _bond_master_to_slaves(pending, report)
     virtual = _address_virtual_to_macvlans(pending, report)
     builder = _ObjectBuilder(report)
@@ -152,6 +153,28 @@ def _left_to_pppd(pending: dict, report: Report) -> set[str]:
                    f"netcfg runs neither and leaves {p.name} alone")
         report.diagnostics.append(inert_warning(method[1], message, "inet"))
     return names
+
+
+TUNNEL_SOURCE = "vxlan-local-tunnelip"
+VXLAN_DEFINING = ("vxlan-id", "vxlan-vnifilter")
+
+
+def _default_tunnel_source(pending: dict) -> None:
+    """`vxlan-local-tunnelip` on lo: ifupdown2's vxlan addon takes it as the
+    tunnel source of every vxlan that writes none (Cumulus's EVPN files put
+    it there once). Each vxlan of lo's namespace without one gets lo's line;
+    lo keeps nothing (it has no such kernel state)."""
+    for lo in list(pending.values()):
+        if lo.section != IFACE or lo.name != "lo" or \
+                not any(r.name == TUNNEL_SOURCE for r in lo.raws):
+            continue
+        line = next(r for r in lo.raws if r.name == TUNNEL_SOURCE)
+        lo.raws = [r for r in lo.raws if r.name != TUNNEL_SOURCE]
+        for p in pending.values():
+            if p.section == IFACE and p.netns == lo.netns and p is not lo and \
+                    any(r.name in VXLAN_DEFINING for r in p.raws) and \
+                    not any(r.name == TUNNEL_SOURCE for r in p.raws):
+                p.raws.append(line)
 
 
 def _below_ipv6_mtu(raws: list[RawAttribute]) -> bool:

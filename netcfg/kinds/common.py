@@ -47,9 +47,6 @@ class Common(Trait):
         for route in obj.attrs.get("route", ()):
             route.setdefault("dev", obj.name)
 
-    def complete_model(self, model: Model, report) -> None:
-        _default_tunnel_source(model, report)
-
     def references(self, obj: ConfigObject):
         attrs = obj.attrs
         if "vrf" not in attrs and "route" not in attrs:
@@ -143,33 +140,6 @@ def _with_prefix(obj: ConfigObject, address: str, netmask: str | None,
 # ifupdown 0.8's mask for an IPv4 address without one, by its first three
 # bits: class A (0xx) /8, B (10x) /16, C (110) /24; D and E none.
 _CLASSFUL = {0: 8, 1: 8, 2: 8, 3: 8, 4: 16, 5: 16, 6: 24}
-
-
-TUNNEL_SOURCE = "vxlan-local-tunnelip"
-
-
-def _default_tunnel_source(model: Model, report) -> None:
-    """`vxlan-local-tunnelip` on lo: ifupdown2's vxlan addon takes it as the
-    tunnel source of every vxlan that writes none (Cumulus's EVPN files put
-    it there once). Each such vxlan of lo's namespace gets it; lo keeps
-    nothing (no kernel state of its own)."""
-    sources = {}
-    for netns in (ROOT_NETNS, *model.namespaces):
-        lo = model.iface(netns, LOOPBACK)
-        if lo is None or TUNNEL_SOURCE not in lo.attrs:
-            continue
-        text = lo.attrs.pop(TUNNEL_SOURCE)
-        where = lo.locs.pop(TUNNEL_SOURCE, lo.loc)
-        try:
-            sources[netns] = (str(ipaddress.ip_address(text)), where)
-        except ValueError:
-            report.error(where, f"{lo.label()}: {TUNNEL_SOURCE} '{text}' is not an IPv4 or "
-                         f"IPv6 address; write this host's tunnel source address", TUNNEL_SOURCE)
-    if not sources:
-        return
-    for obj in model.interfaces.values():
-        if obj.kind == "vxlan" and obj.netns in sources and TUNNEL_SOURCE not in obj.attrs:
-            obj.attrs[TUNNEL_SOURCE], obj.locs[TUNNEL_SOURCE] = sources[obj.netns]
 
 
 def _check_address_conflicts(addressed: list[ConfigObject], report) -> None:
