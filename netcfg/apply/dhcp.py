@@ -90,6 +90,66 @@ def wanted_leases(model: Model) -> set[Lease]:
     return leases
 
 
+@dataclass(frozen=True)
+class ClientOptions:
+    """ifupdown's `inet dhcp` options (interfaces(5)), as dhclient takes them.
+    ifupdown hands dhclient only `metric` (-e IF_METRIC=M, which Debian's
+    dhclient-script puts on the routes it adds) and `client no` (no -i);
+    `hostname`, `client`, `leasehours`/`leasetime` and `vendor` it gives to
+    dhcpcd, udhcpc and pump, whose flags say the same to the server as these
+    `send` statements of dhclient.conf."""
+
+    hostname: str | None = None
+    client: str | None = None
+    lease_seconds: int | None = None
+    vendor: str | None = None
+    metric: int | None = None
+
+    @classmethod
+    def of(cls, attrs: dict) -> "ClientOptions":
+        hours = attrs.get("leasehours")
+        return cls(hostname=attrs.get("hostname"), client=attrs.get("client"),
+                   lease_seconds=attrs.get("leasetime", hours * 3600 if hours else None),
+                   vendor=attrs.get("vendor"), metric=attrs.get("metric"))
+
+    def send_statements(self) -> list[str]:
+        """dhclient.conf lines (DHCPv4 options; strings quoted, as the
+        schema keeps quotes and white space out of them)."""
+        lines = []
+        if self.hostname:
+            lines.append(f'send host-name "{self.hostname}";')
+        if self.client and self.client != "no":
+            lines.append(f'send dhcp-client-identifier "{self.client}";')
+        if self.lease_seconds:
+            lines.append(f"send dhcp-lease-time {self.lease_seconds};")
+        if self.vendor:
+            lines.append(f'send vendor-class-identifier "{self.vendor}";')
+        return lines
+
+
+    def dhcpcd_flags(self) -> list[str]:
+        """As ifupdown runs dhcpcd: [-h HOSTNAME] [-i VENDOR] [-I CLIENT] [-l
+        LEASETIME] [-m METRIC]."""
+        flags = []
+        for flag, value in (("-h", self.hostname), ("-i", self.vendor),
+                            ("-I", None if self.client == "no" else self.client),
+                            ("-l", self.lease_seconds), ("-m", self.metric)):
+            if value is not None:
+                flags += [flag, str(value)]
+        return flags
+
+
+# Read first into a client's own configuration, so its `send` lines add to
+# the host's (the request list, the host name Debian's file sends) and,
+# coming later, win over them.
+SYSTEM_DHCLIENT_CONF = "/etc/dhcp/dhclient.conf"
+
+
+def options_of(model: Model, lease: Lease) -> ClientOptions:
+    obj = model.interfaces.get((lease.netns, lease.iface))
+    return ClientOptions.of(obj.attrs) if obj is not None else ClientOptions()
+
+
 class DhcpClients:
     """The DHCP clients netcfg started, found through their pid files under
     ``directory`` (``<run dir>/dhcp``)."""
@@ -134,14 +194,14 @@ class DhcpClients:
             self.stop(lease)
         return stopped
 
-    def start(self, lease: Lease) -> str:
+    def start(self, lease: Lease, options: ClientOptions = ClientOptions()) -> str:
         os.makedirs(os.path.dirname(self._path(lease, "pid")), mode=0o700, exist_ok=True)
         theirs = ifupdown_client(lease)
         if theirs is not None:
             with open(self._path(lease, "pid"), "w") as f:
                 f.write(f"{theirs}\n")
             return f"adopted {lease.describe()}: the dhclient ifupdown started (pid {theirs})"
-        argv = self._client_argv(lease)
+        argv = self._client_argv(lease, options)
         if lease.netns:
             self._own_resolv_conf(lease.netns)
             argv = ["ip", "netns", "exec", lease.netns, *argv]
@@ -163,27 +223,47 @@ class DhcpClients:
                 _kill(pid)
         elif pid is not None:
             _kill(pid)
-        for suffix in ("pid", "leases"):
+        for suffix in ("pid", "leases", "conf"):
             try:
                 os.unlink(self._path(lease, suffix))
             except FileNotFoundError:
                 pass
         return f"stopped {lease.describe()}"
 
-    def _client_argv(self, lease: Lease) -> list[str]:
+    def _client_argv(self, lease: Lease, options: ClientOptions = ClientOptions()) -> list[str]:
         if shutil.which("dhclient"):
             # -nw: go to the background at once (the lease arrives later, as
             # with ifupdown's `ifup` of a dhcp interface without waiting).
-            return ["dhclient", f"-{lease.family}", "-nw", "-pf", self._path(lease, "pid"),
-                    "-lf", self._path(lease, "leases"), lease.iface]
+            argv = ["dhclient", f"-{lease.family}", "-nw", "-pf", self._path(lease, "pid"),
+                    "-lf", self._path(lease, "leases")]
+            if options.metric is not None:
+                argv += ["-e", f"IF_METRIC={options.metric}"]
+            sends = options.send_statements() if lease.family == "4" else []
+            if sends:
+                argv += ["-cf", self._own_conf(lease, sends)]
+            return [*argv, lease.iface]
         if shutil.which("dhcpcd"):
             if lease.netns:
                 raise DhcpError(f"{lease.describe()}: dhcpcd names its files after the "
                                 "interface only, so it cannot serve namespaces; install "
                                 "isc-dhcp-client (dhclient)")
-            return ["dhcpcd", f"-{lease.family}", "--background", lease.iface]
+            return ["dhcpcd", f"-{lease.family}", "--background", *options.dhcpcd_flags(),
+                    lease.iface]
         raise DhcpError(f"{lease.describe()}: no DHCP client found; install isc-dhcp-client "
                         "(dhclient) or dhcpcd-base (dhcpcd)")
+
+    def _own_conf(self, lease: Lease, sends: list[str]) -> str:
+        """The client's dhclient.conf: the host's, then ``sends``."""
+        path = self._path(lease, "conf")
+        try:
+            with open(SYSTEM_DHCLIENT_CONF) as f:
+                system = f.read()
+        except OSError:
+            system = ""
+        with open(path, "w") as f:
+            f.write(system + ("\n" if system and not system.endswith("\n") else "")
+                    + "".join(f"{line}\n" for line in sends))
+        return path
 
     def _own_resolv_conf(self, netns: str) -> None:
         path = os.path.join(self.netns_etc, netns, "resolv.conf")
@@ -273,7 +353,8 @@ def start_wanted(target: Model) -> list[str]:
     """After a verified apply: start the clients ``target`` asks for that are
     not running yet."""
     registry = clients()
-    return [registry.start(lease) for lease in sorted(wanted_leases(target) - registry.running())]
+    return [registry.start(lease, options_of(target, lease))
+            for lease in sorted(wanted_leases(target) - registry.running())]
 
 
 def restart(leases: Iterable[Lease]) -> None:

@@ -11,13 +11,19 @@ VM tier's, and their compile is a golden case (ok-ifupdown-legacy-keys).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import textwrap
+import time
+
+import pytest
 
 from builders import compiled
 from kernel_env import link_details
 
 from netcfg.apply.execute import apply
+
+from test_dhcp import private_etc  # noqa: F401 (a fixture: /etc overlaid in the sandbox)
 
 LEGACY = textwrap.dedent("""\
     auto lo
@@ -101,3 +107,57 @@ def test_a_changed_metric_moves_the_default_route(session, tmp_path, ip_json):
     routes = ip_json("route", "show", "default", "dev", "v0")
     assert [(r["gateway"], r.get("metric")) for r in routes] == [("192.0.2.1", 50)]
     assert apply(compiled(tmp_path, changed).model, session).requests == 0
+
+
+DHCP_SERVER_AND_CLIENT = textwrap.dedent("""\
+    netns srv
+    netns cli
+
+    auto s0
+    iface s0
+        netns srv
+        link-type veth
+        veth-peer-name c0
+        veth-peer-netns cli
+        address 10.78.0.1/24
+
+    auto c0
+    iface c0 inet manual
+        netns cli
+    """)
+
+
+@pytest.mark.skipif(not (shutil.which("dhclient") and shutil.which("dnsmasq")),
+                    reason="needs isc-dhcp-client and dnsmasq-base (make kernel-deps)")
+def test_inet_dhcp_options_reach_the_server(session, tmp_path, monkeypatch, private_etc):
+    """ifupdown's hostname and client options, as dhclient sends them,
+    read back from the server's lease file (dnsmasq records both). What the
+    client writes under /etc lands in test_dhcp's overlay (private_etc)."""
+    from netcfg.apply import dhcp
+
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    assert apply(compiled(tmp_path, DHCP_SERVER_AND_CLIENT).model, session).verified
+    leases = tmp_path / "dnsmasq.leases"
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", "srv", "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
+         "--port=0", "--interface=s0", "--bind-interfaces", "--user=root",
+         "--dhcp-range=10.78.0.50,10.78.0.60,1h", f"--dhcp-leasefile={leases}",
+         f"--pid-file={tmp_path}/dnsmasq.pid"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    lease = dhcp.Lease("cli", "c0", "4")
+    clients = dhcp.clients()
+    try:
+        options = dhcp.ClientOptions.of({"hostname": "legacyhost", "client": "cid42",
+                                         "leasehours": 2, "metric": 300})
+        assert clients.start(lease, options) == "started dhcp client for c0 in netns cli"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (leases.exists() and leases.read_text()):
+            time.sleep(0.2)
+        fields = leases.read_text().split()
+        # expiry, MAC, address, the host name sent, the client id sent (hex).
+        assert fields[3] == "legacyhost", fields
+        assert fields[4] == ":".join(f"{b:02x}" for b in b"cid42"), fields
+    finally:
+        clients.stop(lease)
+        server.terminate()
+        server.wait(timeout=10)
