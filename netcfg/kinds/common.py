@@ -492,8 +492,6 @@ DHCP_OPTIONS = ("hostname", "client", "leasehours", "leasetime", "vendor")
 
 NOT_YET_APPLIED = {
     "scope": "the addresses get the kernel's scope (global; host for 127.0.0.0/8)",
-    "metric": "the DHCP client's routes get its default metric",
-    **{option: "the DHCP client is started without it" for option in DHCP_OPTIONS},
 }
 
 

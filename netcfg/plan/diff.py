@@ -58,6 +58,8 @@ HANDLED_ELSEWHERE = frozenset({
     # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
     "inet", "inet6",
     "pointopoint", "broadcast", ADDRESS_METRIC,    # addr-add's params (plan/addresses.py)
+    # The DHCP client's options and its routes' metric (apply/dhcp.py ClientOptions).
+    "hostname", "client", "leasehours", "leasetime", "vendor", "metric",
     # Imperative lines are run, not kernel state (plan/hooks.py, apply/hooks.py).
     "pre-up", "up", "post-up", "pre-down", "down", "post-down",
     # The resolver's, told after each apply (apply/resolver.py).

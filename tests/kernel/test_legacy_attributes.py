@@ -147,9 +147,12 @@ def test_inet_dhcp_options_reach_the_server(session, tmp_path, monkeypatch, priv
     lease = dhcp.Lease("cli", "c0", "4")
     clients = dhcp.clients()
     try:
-        options = dhcp.ClientOptions.of({"hostname": "legacyhost", "client": "cid42",
-                                         "leasehours": 2, "metric": 300})
-        assert clients.start(lease, options) == "started dhcp client for c0 in netns cli"
+        # The options written in the stanza reach the client through apply.
+        with_options = DHCP_SERVER_AND_CLIENT.replace(
+            "iface c0 inet manual\n", "iface c0 inet dhcp\n    hostname legacyhost\n"
+            "    client cid42\n    leasehours 2\n    metric 300\n")
+        result = apply(compiled(tmp_path, with_options).model, session)
+        assert "started dhcp client for c0 in netns cli" in result.dhcp
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (leases.exists() and leases.read_text()):
             time.sleep(0.2)
