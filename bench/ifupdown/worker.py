@@ -174,6 +174,9 @@ def start_netcfgd(tool: Tool) -> subprocess.Popen:
         if "netcfgd applied" in probe.stderr:
             return proc
         time.sleep(0.2)
+    # Stop it: a daemon left running would keep this sandbox's namespaces alive.
+    proc.kill()
+    proc.wait()
     with open("/run/netcfgd.log", errors="replace") as f:
         raise RuntimeError(f"netcfgd did not come up: {f.read()[-2000:]}")
 
