@@ -144,11 +144,27 @@ def clients_in(netns_inode: int) -> list[int]:
     return found
 
 
+# How long a DHCP client may take to exit on SIGTERM (dhclient writes its
+# lease file first); then it is killed.
+CLIENT_EXIT_S = 5.0
+
+
 def stop_clients() -> None:
-    """Every DHCP client in this sandbox's namespace: none outlives it."""
-    for pid in clients_in(os.stat("/proc/self/ns/net").st_ino):
+    """Every DHCP client in this sandbox's namespace: none outlives it. Waits
+    for them to be gone (a client still exiting was seen by the caller's check
+    once in a loaded run), SIGKILL after CLIENT_EXIT_S."""
+    netns = os.stat("/proc/self/ns/net").st_ino
+    for pid in clients_in(netns):
         try:
             os.kill(pid, 15)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + CLIENT_EXIT_S
+    while clients_in(netns) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in clients_in(netns):
+        try:
+            os.kill(pid, 9)
         except ProcessLookupError:
             continue
 
