@@ -80,6 +80,10 @@ class Options:
     request_deadline: float = REQUEST_DEADLINE_S       # a client's whole request
     template_path: tuple[str, ...] = (IFUPDOWN2_TEMPLATES,)   # ifupdown2's template_lookuppath
     network_dir: str | None = None    # holds if-*.d scripts (--network-dir); None: none run
+    # Lightweight lowering of the config it loads itself (--lower); a client's
+    # apply says its own. Off for /etc/network/interfaces (netcfg-ifupdown):
+    # guests are plugged into the bridges the file names, by name.
+    lower_enabled: bool = True
 
 
 class Daemon:
@@ -132,7 +136,7 @@ class Daemon:
                                      hook_settings=self.hook_settings)
         left = self._left_by_a_trial()
         compiled = left[0] if left else compile_config(self.source)
-        self._loaded(compiled, lower_enabled=left[1] if left else True)
+        self._loaded(compiled, lower_enabled=left[1] if left else self.options.lower_enabled)
         self.control = ControlServer(socket_path(self.run_dir))
         self.reconciler.remove_half_made()
         self.reconciler.map_nsids()
@@ -614,8 +618,15 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                         metavar="DIR", help="run the if-pre-up.d ... if-post-down.d scripts "
                         "of DIR as ifupdown2 does (netcfg-ifupdown's drop-in: /etc/network; "
                         "default: $NETCFG_NETWORK_DIR, else none)")
+    parser.add_argument("--lower", choices=("auto", "off"),
+                        default=os.environ.get("NETCFG_LOWER") or "auto",
+                        help="lightweight lowering of the config (default: $NETCFG_LOWER or "
+                             "auto; netcfg-ifupdown's drop-in: off, as ifup/ifreload apply "
+                             "the file)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = parser.parse_args(argv)
+    if args.lower not in ("auto", "off"):
+        parser.error(f"--lower expects auto or off, got {quote(args.lower)}")
     variables: dict[str, Any] = {}
     for item in args.set:
         key, sep, value = item.partition("=")
@@ -629,7 +640,7 @@ def parse_args(argv: Sequence[str] | None) -> Options:
                       run_dir=args.run_dir, netns_dir=args.netns_dir, debounce=args.debounce,
                       cap=args.cap, resync=args.resync, verbose=args.verbose,
                       event_buffer=args.event_buffer, template_path=tuple(args.template_path),
-                      network_dir=args.network_dir)
+                      network_dir=args.network_dir, lower_enabled=args.lower == "auto")
     if not 0 < args.render_timeout < float("inf"):
         parser.error(f"--render-timeout expects a positive number of seconds, "
                      f"got {args.render_timeout}")

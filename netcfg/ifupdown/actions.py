@@ -31,6 +31,10 @@ from netcfg.model.model import ConfigObject, Model
 from netcfg.plan.scope import PURGED_ATTRIBUTES, Selection, connected, creatable, references
 
 Key = tuple[str, str]
+# No lightweight lowering: ifupdown2 makes the devices the file names, and
+# Proxmox plugs guests into its bridges by name (a per-VLAN bridge merged into
+# one VLAN-aware bridge would leave `qm start` nothing to plug into).
+LOWER = False
 
 
 def keys_named(model: Model, names: list[str]) -> set[Key]:
@@ -134,7 +138,7 @@ def apply_here(model: Model, names: list[str] | None, *, dry_run: bool,
 
     with KernelSession() as session, apply_lock(run_dir, wait=False):
         return apply(model, session, dry_run=dry_run, selection=selection_of(names),
-                     hooks=hooks)
+                     hooks=hooks, lower_enabled=LOWER)
 
 
 def apply_through_daemon(daemon: Any, path: str, names: list[str] | None, *,
@@ -144,7 +148,8 @@ def apply_through_daemon(daemon: Any, path: str, names: list[str] | None, *,
 
     source = {"path": os.path.abspath(path), "variables": {}, "stdin_text": None}
     return ask_daemon(daemon, "apply", None, source=source, dry_run=dry_run, json=True,
-                      lower="auto", interfaces=names or [], netns=[], confirm=None)
+                      lower="auto" if LOWER else "off", interfaces=names or [], netns=[],
+                      confirm=None)
 
 
 def apply_model_through_daemon(daemon: Any, model: Model, names: list[str] | None, *,
@@ -159,7 +164,8 @@ def apply_model_through_daemon(daemon: Any, model: Model, names: list[str] | Non
 
     source = {"path": "-", "variables": {}, "stdin_text": json.dumps(model_to_json(model))}
     return ask_daemon(daemon, "apply", None, source=source, dry_run=dry_run, json=True,
-                      lower="auto", interfaces=names or [], netns=[], confirm=None)
+                      lower="auto" if LOWER else "off", interfaces=names or [], netns=[],
+                      confirm=None)
 
 
 def verdicts(ifile: InterfacesFile, names: list[str]) -> tuple[Verdicts, list[str]]:
@@ -172,7 +178,8 @@ def verdicts(ifile: InterfacesFile, names: list[str]) -> tuple[Verdicts, list[st
 
     model = ifile.model
     with KernelSession() as session:
-        result = apply(model, session, dry_run=True, selection=selection_of(names))
+        result = apply(model, session, dry_run=True, selection=selection_of(names),
+                       lower_enabled=LOWER)
     out = Verdicts()
     lines = []
     shown = set(names)

@@ -265,7 +265,7 @@ def _print_dependency(args: argparse.Namespace, ifile: InterfacesFile) -> int:
     from netcfg.model.model import Model
     from netcfg.plan import make_plan
 
-    plan = make_plan(ifile.model, Model())
+    plan = make_plan(ifile.model, Model(), lower_enabled=actions.LOWER)
     if args.print_dependency == "dot":
         print(plan.to_dot())
         return 0

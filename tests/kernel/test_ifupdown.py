@@ -166,3 +166,21 @@ def test_absent_ports_do_not_keep_the_rest_of_the_file_down(host, capsys):
     assert addresses("vmbr0") == ["192.0.2.10/24"]
     assert addresses("vmbr2") == ["203.0.113.1/24"]     # made without its absent ports
     assert main(["ifup", "--allow=hotplug", "usb0"]) == 0   # ifup@usb0 before it appears
+
+
+PER_VLAN = "".join(f"auto br{v}\niface br{v}\n    bridge-ports eno1.{v}\n\n" for v in (100, 101))
+
+
+def test_the_files_bridges_are_made_as_named_never_lowered(host, capsys):
+    """Per-VLAN bridges stay per-VLAN bridges: guests are plugged into them
+    by name (netcfg apply would merge them into one VLAN-aware bridge), and
+    ifquery -c answers about the names the file has."""
+    host.write_text(PER_VLAN)
+    capsys.readouterr()
+    assert main(["ifup", "-a", "-n"]) == 0
+    plan = capsys.readouterr().out
+    assert "link-add br100" in plan and "link-add br101" in plan, plan
+    assert "vbr" not in plan
+    assert main(["ifquery", "-a", "-c", "-o", "json"]) == 1     # nothing is up yet
+    checked = json.loads(capsys.readouterr().out)
+    assert [(o["name"], o["status"]) for o in checked] == [("br100", "fail"), ("br101", "fail")]
