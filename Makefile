@@ -345,5 +345,12 @@ bench-ublk: vm-deps iscsi-initiator
 bench-storm: venv
 	$(PY) bench/storm/run.py
 
+# bench/ifupdown (docs/benchmarks.md): netcfg's ifup/ifquery/ifreload against
+# Debian's ifupdown2 on a Proxmox node with 100 SDN vnets and on the 4094-VLAN
+# file, each tool in its own private sandbox; also beside a running netcfgd.
+.PHONY: bench-ifupdown
+bench-ifupdown: bench-deps venv
+	$(PY) bench/ifupdown/run.py --netcfgd --profile --commit HEAD
+
 clean:
 	rm -rf $(VENV) build *.egg-info bench/out .pytest_cache .hypothesis .cache
