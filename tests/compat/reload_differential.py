@@ -206,8 +206,9 @@ def judge(pair: Pair, results: dict[str, dict]) -> Outcome:
     ifu, ncf = results["ifupdown2"], results["netcfg"]
     out.differences = kstate.diff(ifu["state"], ncf["state"], pair.after)
     out.explained = explain(out.differences, pair.after, ifu["log"])
-    out.explained.update(reload_drift(out.differences, pair, ifu.get("state_up"),
-                                      out.disruptive["ifupdown2"]))
+    for line, why in reload_drift(out.differences, pair, ifu.get("state_up"),
+                                  out.disruptive["ifupdown2"]).items():
+        out.explained.setdefault(line, why)     # explain.py's name first
     if any(d not in out.explained for d in out.differences):
         out.status = "different"
     elif out.differences:
@@ -248,6 +249,12 @@ def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
     released = set(rev.Asks.parse(pair.asks).down) - autos
     why = {}
     for line in differences:
+        m = re.match(r"(?:link|bridge vlans|address) ([^\s:]+)", line)
+        if m and m.group(1) not in new and re.match(GUEST_PORTS, m.group(1)) and \
+                any(m.group(1).startswith(d.split()[0]) for d in ifupdown2_disruptive):
+            # (a container's veth: its peer then shows M-DOWN)
+            why[line] = GUEST_RELEASED
+            continue
         m = re.match(r"link (\S+) (\S+): ifupdown2 (.+), netcfg (.+)$", line)
         if not m:
             continue
@@ -255,10 +262,6 @@ def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
         if dev in released and key in ("up", "flags") and \
                 (theirs, ours) in (("True", "False"), (ours[:-1] + ", 'UP']", ours)):
             why[line] = RELEASED_PORT
-            continue
-        if dev not in new and re.match(GUEST_PORTS, dev) and \
-                any(d.startswith(f"{dev} ") for d in ifupdown2_disruptive):
-            why[line] = GUEST_RELEASED
             continue
         written = RELOAD_DEFAULTS.get(key)
         if dev not in new or old.get(dev) != new.get(dev) and not (written and written not in pair.after):
@@ -269,7 +272,8 @@ def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
     asks = rev.Asks.parse(pair.asks)
     for line in differences:
         m = re.match(r"route ifupdown2 only: (.*)$", line)
-        if m and json.loads(m.group(1)).get("dst") in asks.route_del:
+        dst = json.loads(m.group(1)).get("dst") if m else None
+        if dst in asks.route_del and f"post-down ip route del {dst}" in pair.before:
             why[line] = OLD_POST_DOWN_NOT_RUN
     return why
 
@@ -352,6 +356,8 @@ def inner(spec_path: str, run=dt.run_command) -> int:
     for line in spec["setup"]:
         proc = subprocess.run(["sh", "-c", line], capture_output=True, text=True)
         log += f"--- setup: {line} (exit {proc.returncode})\n{proc.stdout}{proc.stderr}"
+        if proc.returncode != 0:        # a guest not plugged would pass for one kept
+            raise RuntimeError(f"setup line failed: {line}: {proc.stderr.strip()}")
     exclude = [f"cmp{i}" for i in range(1, len(spec["ports"]) + 1)]
     state_up = kstate.read(exclude=exclude)
     hooks_up = len(_hooks_so_far())
@@ -383,8 +389,26 @@ def save(outcomes: list[Outcome], path: Path = RESULTS) -> None:
     for o in outcomes:
         row = asdict(o)
         row.pop("logs")
+        # A VLAN list can be 4094 entries long: a readable head of each line is kept.
+        row["differences"] = [_head(d) for d in o.differences]
+        row["explained"] = {_head(d): why for d, why in o.explained.items()}
         saved[o.pair] = row
     path.write_text(json.dumps(dict(sorted(saved.items())), indent=1) + "\n")
+
+
+def _head(line: str, limit: int = 500) -> str:
+    return line if len(line) <= limit else line[:limit] + " ..."
+
+
+def _label(reason: str) -> str:
+    """A table cell's short name of a reason (the section's text says each in full)."""
+    if reason.startswith("ifupdown2 reload:"):
+        return "ifupdown2's reload defaults"
+    return {RELEASED_PORT: "released port left down (deliberate)",
+            GUEST_RELEASED: "ifupdown2 took the guest off its bridge",
+            OLD_POST_DOWN_NOT_RUN: "ifupdown2 #248 (old post-down not run)"}.get(
+                reason, reason.split(" (", 1)[0] if reason.startswith("deliberate: ")
+                else _head(reason, 200))
 
 
 def saved_outcomes(path: Path = RESULTS) -> list[Outcome]:
@@ -397,7 +421,7 @@ def _cell(text: str) -> str:
 
 
 def render(outcomes: list[Outcome], pairs: dict[str, Pair]) -> str:
-    lines = [DOC_BEGIN, "", "| pair | tier | outcome | disruptive: ifupdown2 | netcfg | "
+    lines = [DOC_BEGIN, "| pair | tier | outcome | disruptive: ifupdown2 | netcfg | "
              "hooks during reload (ifupdown2 / netcfg / asked) | notes |",
              "|---|---|---|---|---|---|---|"]
     counts: dict[str, int] = {}
@@ -414,12 +438,14 @@ def render(outcomes: list[Outcome], pairs: dict[str, Pair]) -> str:
                 notes.append(f"{tool} exits {o.rc[tool]}")
         reasons: dict[str, int] = {}
         for d in o.differences:
-            reasons[o.explained.get(d, d)] = reasons.get(o.explained.get(d, d), 0) + 1
+            label = _label(o.explained[d]) if d in o.explained else \
+                "unexplained: " + _head(d, 200)
+            reasons[label] = reasons.get(label, 0) + 1
         notes += [f"{r} ({n})" if n > 1 else r for r, n in reasons.items()]
         row = [o.pair, o.tier, o.status,
                f"{len(ifu)}" + (": " + "; ".join(ifu) if ifu else ""),
                f"{len(ncf)}" + (": " + "; ".join(ncf) if ncf else ""), hooks,
-               "<br>".join(_cell(n[:300]) for n in notes) or ""]
+               "<br>".join(_cell(n) for n in notes) or ""]
         lines.append("| " + " | ".join(_cell(c) if i < 6 else c for i, c in enumerate(row))
                      + " |")
     flaps = sum(1 for o in outcomes if o.disruptive.get("ifupdown2"))
@@ -453,8 +479,8 @@ def report(o: Outcome) -> str:
             lines += [f"    asked: {d}" for d in o.asked.get(tool, [])]
             if o.rc[tool] != [0, 0]:
                 lines += ["    | " + ln for ln in o.logs.get(tool, "").splitlines()[-15:]]
-    lines += [f"  differs: {d}" + (f"  [{o.explained[d]}]" if d in o.explained else "")
-              for d in o.differences]
+    lines += [f"  differs: {d if len(d) < 300 else d[:300] + ' ...'}"
+              + (f"  [{o.explained[d]}]" if d in o.explained else "") for d in o.differences]
     return "\n".join(lines)
 
 
