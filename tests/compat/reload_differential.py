@@ -165,7 +165,9 @@ def _result(work: str, tool: str, proc: subprocess.CompletedProcess) -> dict:
 
 
 def run_pair(pair: Pair, host_kinds: set[str], *, plan_of=dt.netcfg_plan,
-             start=sandbox, raw_dir: Path = RAW_DIR) -> Outcome:
+             start=sandbox, raw_dir: Path | None = None) -> Outcome:
+    """Both sandboxes of PAIR, judged; their results are kept in RAW_DIR (the
+    command line's: for --rejudge) when given."""
     with tempfile.TemporaryDirectory(prefix="netcfg-reload-top-") as work:
         found = ports_and_kinds(pair, work, plan_of)
     if isinstance(found, str):
@@ -183,8 +185,9 @@ def run_pair(pair: Pair, host_kinds: set[str], *, plan_of=dt.netcfg_plan,
     if after_netns - before_netns:
         raise RuntimeError(f"the host's {dt.HOST_NETNS_DIR} gained "
                            f"{sorted(after_netns - before_netns)}")
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    (raw_dir / f"{pair.name}.json").write_text(json.dumps(results))
+    if raw_dir is not None:
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        (raw_dir / f"{pair.name}.json").write_text(json.dumps(results))
     return judge(pair, results)
 
 
@@ -225,8 +228,6 @@ RELOAD_DEFAULTS = {"info_data.mcast_hash_max": "bridge-hashmax",
 RELEASED_PORT = ("deliberate (reload): a port the edit releases, with no `auto`, is left "
                  "down, as `ifup -a` of the new file leaves it; ifupdown2's reload leaves "
                  "it up")
-
-
 # Proxmox's ifupdown2 keeps these ports on their bridges (its patch); Debian's does not.
 GUEST_PORTS = r"(tap|veth|fwpr)"
 GUEST_RELEASED = ("ifupdown2 (Debian's build) takes a guest port plugged by hand off its "
@@ -238,9 +239,12 @@ OLD_POST_DOWN_NOT_RUN = ("ifupdown2 #248: its reload does not run the old post-d
 
 def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
                  ifupdown2_disruptive: list[str] = ()) -> dict[str, str]:
-    """Differences that ifupdown2's reload made on its own: a knob its ifup -a of
-    BEFORE left at the value netcfg has, that no line of AFTER writes (a device whose
-    stanza the edit kept, or a knob of RELOAD_DEFAULTS); and a released port's up."""
+    """Differences that only a reload shows, each named with its evidence: a knob
+    ifupdown2's ifup -a of BEFORE left at the value netcfg has and its reload changed,
+    that no line of AFTER writes (on a device whose stanza the edit kept, or a knob of
+    RELOAD_DEFAULTS); a released port's up (the pair asks it down, AFTER has no `auto`
+    for it); a guest port (no stanza) that ifupdown2's reload disturbed; a route left
+    by a `post-down ip route del DST` of BEFORE that ifupdown2 did not run (#248)."""
     if not ifupdown2_up:
         return {}
     old, new = _stanzas(pair.before), _stanzas(pair.after)
@@ -263,8 +267,9 @@ def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
                 (theirs, ours) in (("True", "False"), (ours[:-1] + ", 'UP']", ours)):
             why[line] = RELEASED_PORT
             continue
-        written = RELOAD_DEFAULTS.get(key)
-        if dev not in new or old.get(dev) != new.get(dev) and not (written and written not in pair.after):
+        kept = old.get(dev) == new.get(dev)
+        default_unwritten = key in RELOAD_DEFAULTS and RELOAD_DEFAULTS[key] not in pair.after
+        if dev not in new or not (kept or default_unwritten):
             continue
         at_up = kstate._flat(ifupdown2_up["links"].get(dev, {})).get(key)
         if repr(at_up) == ours and theirs != ours:
@@ -539,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes = []
             for pair in chosen:
                 try:
-                    o = run_pair(pair, kinds)
+                    o = run_pair(pair, kinds, raw_dir=RAW_DIR)
                 except (RuntimeError, subprocess.SubprocessError, ValueError) as e:
                     o = Outcome(pair.name, pair.tier, "error", str(e)[-1500:])
                 outcomes.append(o)
