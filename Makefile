@@ -290,11 +290,13 @@ fuzz: venv
 	NETCFG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider \
 	  tests/unit/test_control.py -k fuzz
 
-# The Debian package (docs/debian.md): built from a clean copy of the tree with
-# Debian's own toolchain into .cache/deb/. test-deb lints it, then installs it
-# with apt into a debootstrapped bookworm booted under qemu (tests/deb/: ~10
-# minutes cold). Root only: it installs build tools with apt, never the
-# package itself (that goes into the test's root filesystem only).
+# The Debian packages (docs/debian.md): netcfg_VERSION_amd64.deb and
+# netcfg-ifupdown_VERSION_all.deb (the ifupdown2 stand-in), built from a clean
+# copy of the tree with Debian's own toolchain into .cache/deb/. test-deb lints
+# them, then installs them with apt into a debootstrapped bookworm booted under
+# qemu, twice: the second boot checks netcfg-ifupdown after it replaced Debian's
+# ifupdown2 (tests/deb/: ~12 minutes). Root only: it installs build tools with
+# apt, never the packages themselves (they go into the test's root filesystem only).
 .PHONY: deb-deps deb test-deb
 DEB_PACKAGES := debhelper dh-python pybuild-plugin-pyproject python3-all python3-setuptools \
 	python3-wheel python3-mako python3-jsonschema cargo-web rustc-web libclang-dev fakeroot git \

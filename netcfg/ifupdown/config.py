@@ -35,10 +35,12 @@ class InterfacesFile:
         return list(dict.fromkeys(s.name for s in self.stanzas()))
 
     def auto_names(self) -> list[str]:
-        """Names on `auto`, `allow-auto` and `allow-hotplug` lines that a
-        stanza declares (netcfg brings allow-hotplug up with auto: docs/compat.md)."""
+        """Names on `auto` and `allow-auto` lines that a stanza declares, as
+        ifupdown2's `-a` takes them. (netcfg's compiler files `allow-hotplug`
+        with auto, as networking.service brings both up at boot; ifquery and
+        `ifdown -a` keep them apart, as ifupdown2 does.)"""
         parsed = self.compiled.parsed
-        listed = set(parsed.auto) if parsed else set()
+        listed = set(parsed.auto) - self.hotplug_only() if parsed else set()
         return [n for n in self.names() if n in listed]
 
     def class_names(self, cls: str) -> list[str]:

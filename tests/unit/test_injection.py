@@ -174,6 +174,8 @@ def ansible_module_function(name: str):
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "fleet/ansible/plugins/modules/netcfg_apply.py"
+    if not path.exists():   # the Debian package's autopkgtest copies no fleet/
+        pytest.skip(f"{path} is not in this copy of the source")
     tree = ast.parse(path.read_text())
     [node] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
     namespace: dict = {}

@@ -101,9 +101,27 @@ def test_a_root_owned_sticky_parent_is_fine(config):
     assert ("", "br0") in compile_config(ConfigSource(path=str(config))).model.interfaces
 
 
+def _others_can_read(path: str) -> bool:
+    """Whether a user other than root can reach ``path`` (every directory up
+    to it searchable by others)."""
+    path = os.path.abspath(path)
+    while True:
+        if not os.stat(path).st_mode & 0o001:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
 def test_another_user_checks_their_own_files_as_before():
     """As uid 65534, a config of its own in a directory it owns (mode 0777):
     nothing runs as root, so nothing is refused."""
+    import netcfg
+
+    if not _others_can_read(os.path.dirname(netcfg.__file__)):
+        pytest.skip("the netcfg under test is in a directory other users cannot read "
+                    "(autopkgtest's private tmp dir)")
     top = tempfile.mkdtemp(prefix="netcfg-trust-")
     try:
         os.chmod(top, 0o755)
