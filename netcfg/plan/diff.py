@@ -26,7 +26,8 @@ from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, PEER, Kind, Reference, Tra
 from netcfg.model.model import ROOT_NETNS, ConfigObject, Model
 from netcfg.plan.addresses import address_operations
 from netcfg.plan.fdb import remote_operations
-from netcfg.plan.ops import (JOINING, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP, MASTER_SET,
+from netcfg.plan.ops import (ADDR_DEL, JOINING, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
+                             MASTER_SET,
                              MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL, VLAN_ADD,
                              VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
                              Operation)
@@ -129,6 +130,10 @@ def routes_of(obj: ConfigObject) -> Iterable[dict[str, Any]]:
         if gateway_onlink(obj, gateway):
             route["onlink"] = True
         yield route
+
+
+def _family(prefix: str) -> int:
+    return 6 if ":" in prefix else 4
 
 
 def _sans_onlink(route: dict[str, Any]) -> dict[str, Any]:
@@ -585,12 +590,18 @@ class _Diff:
         want = self.route_table(self.d, set())
         gone = self.fresh | self.deleted | self.cycled
         had = self.route_table(self.c, self.dead_netns)
+        unaddressed = self._losing_addresses()
         for identity, route in want.items():
             netns = identity[0]
             old = had.pop(identity, None)
             if old is not None and (self._route_gone(netns, old, gone)):
                 old = None
             if old is not None and _sans_onlink(old) == _sans_onlink(route):
+                if (netns, old["dev"], _family(old["to"])) in unaddressed:
+                    # Put back in one step whether the kernel dropped it or not.
+                    self.ops.append(Operation(ROUTE_ADD, netns, route["dev"],
+                                              route_subject(route),
+                                              params={**route, "replace": True}))
                 continue   # onlink is read back (a revert needs it) but not compared
             if old is not None:
                 self.ops.append(Operation(ROUTE_DEL, netns, old["dev"], route_subject(old),
@@ -601,6 +612,18 @@ class _Diff:
             if not self._route_gone(identity[0], old, gone):
                 self.ops.append(Operation(ROUTE_DEL, identity[0], old["dev"],
                                           route_subject(old), params=old))
+
+    def _losing_addresses(self) -> set[tuple[str, str, int]]:
+        """(netns, device, family) of the devices an addr-del of this plan
+        takes an address of that family from. The kernel drops the routes
+        through such a device when it loses the address their gateway was
+        reached by, and says nothing (a changed address on vmbr0 took its
+        default route: the reload differential's address-change): their
+        routes are added again after the address change with NLM_F_REPLACE
+        (`ip route replace`), which puts back a route the kernel dropped and
+        leaves in place one it kept."""
+        return {(op.netns, op.name, _family(op.subject)) for op in self.ops
+                if op.action == ADDR_DEL and op.subject}
 
     @staticmethod
     def _route_gone(netns: str, route: dict[str, Any], gone: set[Key]) -> bool:

@@ -184,3 +184,16 @@ def test_the_files_bridges_are_made_as_named_never_lowered(host, capsys):
     assert main(["ifquery", "-a", "-c", "-o", "json"]) == 1     # nothing is up yet
     checked = json.loads(capsys.readouterr().out)
     assert [(o["name"], o["status"]) for o in checked] == [("br100", "fail"), ("br101", "fail")]
+
+
+def test_changing_the_only_address_keeps_the_default_route(host, capsys):
+    """Proxmox's GUI edit of vmbr0's address: the kernel drops the default
+    route with the address its gateway was reached by, silently; the reload
+    puts it back (it failed verification and reverted, exit 1, before)."""
+    assert main(["ifup", "-a"]) == 0
+    host.write_text(PROXMOX.replace("192.0.2.10/24", "192.0.2.11/24"))
+    assert main(["ifreload", "-a"]) == 0, capsys.readouterr().err
+    assert addresses("vmbr0") == ["192.0.2.11/24"]
+    assert [r["gateway"] for r in ip_json("route", "show", "default")] == ["192.0.2.1"]
+    capsys.readouterr()
+    assert main(["ifquery", "-a", "-c"]) == 0
