@@ -614,16 +614,25 @@ class _Diff:
                                           route_subject(old), params=old))
 
     def _losing_addresses(self) -> set[tuple[str, str, int]]:
-        """(netns, device, family) of the devices an addr-del of this plan
-        takes an address of that family from. The kernel drops the routes
-        through such a device when it loses the address their gateway was
-        reached by, and says nothing (a changed address on vmbr0 took its
-        default route: the reload differential's address-change): their
-        routes are added again after the address change with NLM_F_REPLACE
-        (`ip route replace`), which puts back a route the kernel dropped and
-        leaves in place one it kept."""
-        return {(op.netns, op.name, _family(op.subject)) for op in self.ops
-                if op.action == ADDR_DEL and op.subject}
+        """(netns, device, 4) of the devices this plan's addr-dels leave, for a
+        moment, with no IPv4 address: the kernel then drops every route
+        through the device, and says nothing (fib_inetaddr_event ->
+        fib_disable_ip; a changed address on vmbr0 took its default route:
+        the reload differential's address-change). Their routes are added
+        again after the address change with NLM_F_REPLACE (`ip route
+        replace`), which puts back a route the kernel dropped and leaves in
+        place one it kept. IPv6 routes outlive their device's addresses."""
+        deleted: dict[Key, set[str]] = {}
+        for op in self.ops:
+            if op.action == ADDR_DEL and op.subject and _family(op.subject) == 4:
+                deleted.setdefault((op.netns, op.name), set()).add(op.subject)
+        out = set()
+        for key, gone in deleted.items():
+            cur = self.c.ifaces.get(key)
+            had = {a for a in (cur.attrs.get("address", ()) if cur else ()) if ":" not in a}
+            if had <= gone:
+                out.add((*key, 4))
+        return out
 
     @staticmethod
     def _route_gone(netns: str, route: dict[str, Any], gone: set[Key]) -> bool:
