@@ -83,10 +83,17 @@ test-compat-quick: compat-deps
 # file's state or takeover got worse than expectation.json's differential_vm
 # records; test-compat-vm runs every vm-tier file, test-compat-vm-quick one or
 # more per kind (~4 min on an idle host, 25 min loaded: not in `make test`). Root only.
-.PHONY: test-compat-vm test-compat-vm-quick
+.PHONY: test-compat-vm test-compat-vm-quick test-compat-reload-vm
 test-compat-vm: vm-deps compat-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "test-compat-vm: skipped (needs root)"; exit 0; fi; \
 	$(PY) tests/compat/vm_differential.py --check
+# The reload differential's VM-tier pairs (tests/compat/reload_differential.py,
+# docs/compat.md "Reload differential"): VLANs, bonds, VLAN-aware bridges
+# edited and reloaded by both tools (~7-27 min; not in `make test`, whose
+# tests/compat runs the host pairs).
+test-compat-reload-vm: vm-deps compat-deps
+	@if [ "$$(id -u)" != 0 ]; then echo "test-compat-reload-vm: skipped (needs root)"; exit 0; fi; \
+	$(PY) tests/compat/reload_differential.py --vm --check
 test-compat-vm-quick: vm-deps compat-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "test-compat-vm-quick: skipped (needs root)"; exit 0; fi; \
 	$(PY) tests/compat/vm_differential.py --subset --check
