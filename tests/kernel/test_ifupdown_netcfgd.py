@@ -9,31 +9,15 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
 from kernel_env import remove_what_netcfg_made
+from test_ifupdown import PROXMOX, VMBR1
 from test_netcfgd import REPAIR_BOUND_S, Netcfgd, addresses, ip, link, wait_for
 
-LAYOUT = textwrap.dedent("""\
-    auto lo
-    iface lo inet loopback
-
-    iface eno1 inet manual
-
-    auto vmbr0
-    iface vmbr0 inet static
-        address 192.0.2.10/24
-        bridge-ports eno1
-        bridge-stp off
-        bridge-fd 0
-
-    auto vmbr1
-    iface vmbr1 inet static
-        address 198.51.100.1/24
-        bridge-ports none
-    """)
+# The installer's layout (test_ifupdown.py) and a second bridge of netcfg's.
+LAYOUT = PROXMOX + VMBR1
 
 
 @pytest.fixture
@@ -69,8 +53,7 @@ def test_ifreload_and_ifdown_through_netcfgd(host, tmp_path):
     assert {o["name"]: o["status"] for o in json.loads(checked.stdout)} == \
         {"lo": "pass", "vmbr0": "pass", "vmbr1": "pass"}
 
-    path.write_text(LAYOUT.replace("    bridge-ports eno1", "    address 192.0.2.20/24\n"
-                                   "    bridge-ports eno1"))
+    path.write_text(LAYOUT.replace("    gateway", "    address 192.0.2.20/24\n    gateway"))
     reload = command(run, "ifreload", "-a", "-v", "-i", str(path))
     assert reload.returncode == 0, reload.stderr
     assert "netcfgd applied" in reload.stderr
