@@ -73,7 +73,15 @@ swap_in() {
         # ifupdown2 takes its lock in /run/network, which its
         # start-networking creates: without it "Another instance ... running".
         mkdir -p /run/network
-        out="$out"$'\n'$(ifup -a 2>&1)
+        out="$out"$'\n'$(ifup -a 2>&1; echo "ifup -a: exit $?")
+        if [ "$(addrs dummy0)" != 10.50.0.1/24 ]; then
+            # Seen once in a CI-like run (the address missing, nothing printed,
+            # dummy0 already made by the dummy module's load earlier in this
+            # boot): ifupdown2's own flakiness, not what this test is about.
+            # Once more, with its debug output kept for the log.
+            out="$out"$'\n'"--- dummy0 without its address: ifup -a -d again"$'\n'
+            out="$out"$(ifup -a -d 2>&1 | tail -n 40; echo "ifup -a -d: exit $?")
+        fi
         status=$(pkg_status ifupdown2)
         if [ "$status" = "install ok installed" ] && [ "$(addrs dummy0)" = 10.50.0.1/24 ]; then
             result ifupdown2-installed PASS "$(dpkg-query -W -f='${Version}' ifupdown2); ifupdown2's ifup -a: dummy0 $(addrs dummy0)"
