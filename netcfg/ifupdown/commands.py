@@ -28,8 +28,8 @@ class State:
 
     ifile: InterfacesFile | None = None
 
-    def load(self, path: str) -> InterfacesFile:
-        self.ifile = load(path)
+    def load(self, path: str, interfaces_format: str = "native") -> InterfacesFile:
+        self.ifile = load(path, interfaces_format)
         for warning in self.ifile.compiled.warnings:
             if warning.message.startswith(IMPERATIVE_NOTE):
                 continue   # ifupdown2's users write them to be run: no news to them
@@ -169,7 +169,7 @@ def _apply(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[s
 
 
 def cmd_ifup(args: argparse.Namespace, state: State) -> int:
-    ifile = state.load(args.interfaces)
+    ifile = state.load(args.interfaces, args.interfaces_format)
     if args.syntax_check:
         return 0
     if args.print_dependency:
@@ -184,7 +184,7 @@ def cmd_ifup(args: argparse.Namespace, state: State) -> int:
 
 
 def cmd_ifdown(args: argparse.Namespace, state: State) -> int:
-    ifile = state.load(args.interfaces)
+    ifile = state.load(args.interfaces, args.interfaces_format)
     if args.print_dependency:
         return _print_dependency(args, ifile)
     _need_root()
@@ -197,7 +197,7 @@ def cmd_ifdown(args: argparse.Namespace, state: State) -> int:
 
 
 def cmd_ifreload(args: argparse.Namespace, state: State) -> int:
-    ifile = state.load(args.interfaces)
+    ifile = state.load(args.interfaces, args.interfaces_format)
     if args.syntax_check:
         return 0
     _need_root()
@@ -231,7 +231,7 @@ def cmd_ifquery(args: argparse.Namespace, state: State) -> int:
         _need_root()
         print(actions.running(args.iflist), end="")
         return 0
-    ifile = state.load(args.interfaces)
+    ifile = state.load(args.interfaces, args.interfaces_format)
     if args.print_dependency:
         return _print_dependency(args, ifile)
     names = _picked(args, ifile)
@@ -269,11 +269,8 @@ def _print_dependency(args: argparse.Namespace, ifile: InterfacesFile) -> int:
     if args.print_dependency == "dot":
         print(plan.to_dot())
         return 0
-    order = []
-    for op in plan.operations:
-        if op.name not in order and op.name in set(ifile.names()):
-            order.append(op.name)
-    for name in order:
+    declared = set(ifile.names())
+    for name in dict.fromkeys(op.name for op in plan.operations if op.name in declared):
         print(name)
     return 0
 

@@ -12,7 +12,7 @@ from typing import Iterable
 from netcfg.compile.pipeline import STDIN, Compiled, ConfigSource, compile_config, read_stdin
 from netcfg.compile.render import render_timeout_from_env
 from netcfg.compile.syntax import RawAttribute, Stanza
-from netcfg.model.errors import Diagnostic
+from netcfg.model.errors import Diagnostic, NetcfgError
 from netcfg.model.location import SourceLocation
 
 
@@ -31,7 +31,11 @@ class InterfacesFile:
         return [s for s in parsed.stanzas if s.keyword == "iface"] if parsed else []
 
     def names(self) -> list[str]:
-        """Every interface a stanza declares, in file order, once."""
+        """Every interface a stanza declares, in file order, once (a JSON
+        model's declared interfaces, for `-t json`)."""
+        if self.compiled.parsed is None:
+            return list(dict.fromkeys(o.name for o in self.model.interfaces.values()
+                                      if not o.implicit))
         return list(dict.fromkeys(s.name for s in self.stanzas()))
 
     def auto_names(self) -> list[str]:
@@ -40,7 +44,10 @@ class InterfacesFile:
         with auto, as networking.service brings both up at boot; ifquery and
         `ifdown -a` keep them apart, as ifupdown2 does.)"""
         parsed = self.compiled.parsed
-        listed = set(parsed.auto) - self.hotplug_only() if parsed else set()
+        if parsed is None:
+            listed = {o.name for o in self.model.interfaces.values() if o.auto}
+        else:
+            listed = set(parsed.auto) - self.hotplug_only()
         return [n for n in self.names() if n in listed]
 
     def class_names(self, cls: str) -> list[str]:
@@ -85,9 +92,14 @@ class InterfacesFile:
         return best.name if best is not None else None
 
 
-def load(path: str) -> InterfacesFile:
-    """Compile ``path`` (``-`` for stdin; a JSON model is recognised by its
-    content, which is `-t json`); ConfigInvalid lists every error."""
+def load(path: str, interfaces_format: str = "native") -> InterfacesFile:
+    """Compile ``path`` (``-`` for stdin); ConfigInvalid lists every error.
+    netcfg knows a JSON model (`-t json`) by its content on stdin and by the
+    .json name of a file: `-t json` on another file would be read as stanzas,
+    so it is refused rather than ignored."""
+    if interfaces_format == "json" and path != STDIN and not path.endswith(".json"):
+        raise NetcfgError(f"-t json: netcfg reads a JSON model from a file named *.json or "
+                          f"from stdin (-i -), not {path}")
     stdin_text = read_stdin() if path == STDIN else None
     source = ConfigSource(path=path, stdin_text=stdin_text,
                           render_timeout=render_timeout_from_env())

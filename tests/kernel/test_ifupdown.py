@@ -10,6 +10,9 @@ import textwrap
 
 import pytest
 
+import test_netcfgd as netcfgd_tests
+from test_netcfgd import ip_json
+
 from netcfg.apply.lock import apply_lock
 from netcfg.cli.main import main as netcfg
 from netcfg.ifupdown.main import main
@@ -32,19 +35,12 @@ VMBR1 = "\nauto vmbr1\niface vmbr1 inet static\n    address 198.51.100.1/24\n" \
         "    bridge-ports none\n"
 
 
-def ip_json(*args: str):
-    out = subprocess.run(["ip", "-j", *args], check=True, capture_output=True, text=True).stdout
-    return json.loads(out) if out.strip() else []
-
-
 def link(name: str) -> dict | None:
-    found = [ln for ln in ip_json("link", "show") if ln["ifname"] == name]
-    return found[0] if found else None
+    return netcfgd_tests.link("", name)
 
 
 def addresses(name: str) -> list[str]:
-    return [f"{a['local']}/{a['prefixlen']}" for entry in ip_json("addr", "show", "dev", name)
-            for a in entry["addr_info"] if a["family"] == "inet"]
+    return sorted(netcfgd_tests.addresses("", name))
 
 
 @pytest.fixture

@@ -161,3 +161,16 @@ def test_diagnostics_fall_back_to_the_file_outside_stanzas(ifile):
 
     line = diagnostic_line(ifile, Diagnostic(SourceLocation("/elsewhere", 3), "odd"))
     assert line == "error: /elsewhere:3: odd"
+
+
+def test_t_json_on_a_file_netcfg_would_read_as_stanzas_is_refused(tmp_path, capsys):
+    path = tmp_path / "interfaces"
+    path.write_text(FILE)
+    assert main(["ifquery", "-a", "-t", "json", "-i", str(path)]) == 1
+    assert "error: -t json: " in capsys.readouterr().err
+    model = tmp_path / "model.json"
+    model.write_text('{"version": 1, "interfaces": [{"name": "lo", "kind": "loopback", '
+                     '"auto": true}]}')
+    capsys.readouterr()
+    assert main(["ifquery", "-a", "-l", "-t", "json", "-i", str(model)]) == 0
+    assert capsys.readouterr().out == "lo\n"
