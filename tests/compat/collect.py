@@ -26,6 +26,7 @@ import hashlib
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -49,17 +50,29 @@ def git_dir(path: str) -> str:
     return str(p / ".git") if (p / ".git").is_dir() else str(p)
 
 
+def _digest(text: str) -> str:
+    """The identity of a text for deduplication: as kept (with its final newline)."""
+    body = text if text.endswith("\n") else text + "\n"
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 class Corpus:
-    def __init__(self) -> None:
+    def __init__(self, keep_existing: bool = False) -> None:
         self.seen: dict[str, str] = {}      # text's digest -> the corpus name it is kept as
         self.count: dict[str, int] = {}
+        if keep_existing:
+            # Adding sources to the kept corpus: a text it holds already is not taken again
+            # (the public files copy each other: ifupdown2's examples, Proxmox's defaults).
+            for kept in sorted(CORPUS.glob("*/*.interfaces")):
+                body = kept.read_text().split("\n", 1)[1]
+                self.seen.setdefault(_digest(body), f"{kept.parent.name}/{kept.name}")
 
     def add(self, source: str, name: str, origin: str, licence: str, text: str) -> str | None:
         """Keep TEXT as SOURCE/NAME.interfaces unless the same text is kept already; the
         corpus name (SOURCE/FILE) it is kept as, or None for a text without a stanza."""
         if "iface" not in text:
             return None
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = _digest(text)
         if digest in self.seen:
             return self.seen[digest]
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
@@ -134,6 +147,109 @@ def adoc_blocks(text: str) -> list[tuple[int, str]]:
     return blocks
 
 
+# Issue 22's sources: public repositories that ship an interfaces file or show one in
+# their docs. Each row: the repository (owner/name on GitHub), the corpus directory its
+# files go to, its licence as its repository states it, the paths taken whole (a regex),
+# and the documents whose code blocks holding a stanza are taken (a regex, or None).
+NO_LICENCE = "no licence file in the repository"
+MORE_SOURCES = (
+    ("ifupdown-ng/ifupdown-ng", "ifupdown-ng", "ISC",
+     r"^tests/fixtures/.*\.interfaces$", r"^doc/.*\.(scd|md)$"),
+    # Debian's ifupdown source (salsa.debian.org/debian/ifupdown) as Pexip mirrors it: its
+    # test suite's input files, several of them wrong on purpose (a parser's tests).
+    ("pexip/os-ifupdown", "debian-ifupdown", "GPL-2.0-or-later",
+     r"^tests/linux/testcase\.\d+$", None),
+    ("CumulusNetworks/cldemo-config-vxlan", "cumulus-topologies", NO_LICENCE,
+     r"(^|/)interfaces$", None),
+    ("CumulusNetworks/cldemo-pim", "cumulus-topologies", NO_LICENCE, r"(^|/)interfaces$", None),
+    ("CumulusNetworks/cldemo-qinq", "cumulus-topologies", NO_LICENCE, r"(^|/)interfaces$", None),
+    ("CumulusNetworks/ansible-evpn-symmetric", "cumulus-topologies", NO_LICENCE,
+     r"(^|/)interfaces$", None),
+    ("CumulusNetworks/cldemo-onie-ztp-ptm", "cumulus-topologies", NO_LICENCE,
+     r"(^|/)interfaces$", None),
+    ("CumulusNetworks/citc-bootcamp-3.7.3", "cumulus-topologies", "MIT", r"(^|/)interfaces$",
+     None),
+    ("BozkurtDev/hetzner-proxmox-nat", "proxmox-hosts", "MIT", r"^etc/network/interfaces$", None),
+    ("SOlangsam/hetzner-proxmox-nat", "proxmox-hosts", "MIT", r"^etc/network/interfaces$", None),
+    ("AshaTM/proxmox_network_structure_single_ip", "proxmox-hosts", NO_LICENCE,
+     r"^etc/network/interfaces$", None),
+    ("HackInTheBox/proxmox_config", "proxmox-hosts", NO_LICENCE, r"^etc/network/interfaces$",
+     None),
+    ("AdrianLSY/Proxmox-setup", "proxmox-hosts", NO_LICENCE, r"^etc/network/interfaces$", None),
+    ("FlynnYork/PVE", "proxmox-hosts", NO_LICENCE, r"^interfaces$", None),
+    ("USTC-vlab/maint-docs", "proxmox-hosts", NO_LICENCE, None, r"^docs/.*\.md$"),
+    ("vlombardino/Proxmox", "proxmox-hosts", NO_LICENCE, None, r"\.md$"),
+    ("Cherish0221/OpenStack_controller", "openstack-lxc-hosts", NO_LICENCE, r"^interfaces$",
+     None),
+    ("0x00-pl/lxc_simple_config", "openstack-lxc-hosts", NO_LICENCE, r"^interfaces$", None),
+    ("ffdon/technik-meta", "freifunk-gateways", NO_LICENCE, None, r"\.rst$"),
+    ("freifunk-mwu/technik-meta", "freifunk-gateways", NO_LICENCE, None, r"\.rst$"),
+)
+_STANZA = re.compile(r"^\s*iface\s", re.M)
+
+
+def doc_blocks(text: str) -> list[tuple[int, str]]:
+    """The code blocks of a Markdown, scdoc or reStructuredText document that hold a
+    stanza, each as (first line, text): fenced blocks (``` or ~~~, indented or not, as
+    in mkdocs tabs) and indented literal blocks (after a line ending in '::', or
+    Markdown's four-space blocks). Each is dedented to what a user pastes into the file;
+    nothing else is changed."""
+    lines = text.splitlines()
+    blocks: list[tuple[int, list[str]]] = []
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^(\s*)(```|~~~)", lines[i])
+        if fence:
+            end = next((j for j in range(i + 1, len(lines))
+                        if lines[j].strip().startswith(fence.group(2))), len(lines))
+            blocks.append((i + 2, lines[i + 1:end]))
+            i = end + 1
+            continue
+        previous = lines[i - 1] if i else ""
+        opens = previous.rstrip().endswith("::") or not previous.strip()
+        if opens and re.match(r"^(    |\t)\S", lines[i]):
+            end = i
+            while end < len(lines) and (not lines[end].strip()
+                                        or re.match(r"^(    |\t)", lines[end])):
+                end += 1
+            blocks.append((i + 1, lines[i:end]))
+            i = end
+            continue
+        i += 1
+    found = []
+    for start, body in blocks:
+        block = textwrap.dedent("\n".join(body).expandtabs(8) if any(
+            ln.startswith("    ") for ln in body) else "\n".join(body)).strip("\n")
+        if _STANZA.search(block):
+            found.append((start, block + "\n"))
+    return found
+
+
+def from_more_sources(corpus: Corpus, gits: dict[str, str]) -> None:
+    """Take MORE_SOURCES from the clones in GITS (owner/name -> git directory)."""
+    for repo, source, licence, whole, docs in MORE_SOURCES:
+        if repo not in gits:
+            print(f"{repo}: no clone given, skipped", file=sys.stderr)
+            continue
+        gdir = git_dir(gits[repo])
+        rev = git(gdir, "rev-parse", "HEAD").strip()
+        short = repo.split("/")[1]
+        url = f"github.com/{repo}"
+        for path in git(gdir, "ls-tree", "-r", "--name-only", rev).splitlines():
+            if whole and re.search(whole, path):
+                text = git(gdir, "show", f"{rev}:{path}")
+                if _STANZA.search(text):
+                    corpus.add(source, f"{short}-{path.removesuffix('.interfaces').replace('/', '-')}",
+                               f"{url} {path} @ {rev[:12]}", licence, text)
+            elif docs and re.search(docs, path):
+                text = git(gdir, "show", f"{rev}:{path}")
+                for line, body in doc_blocks(text):
+                    corpus.add(source, f"{short}-{Path(path).with_suffix('')}-L{line}"
+                               .replace("/", "-"),
+                               f"{url} {path} line {line} (a code block) @ {rev[:12]}",
+                               licence, body)
+
+
 def derive_cases(attribute: str) -> int:
     """tests/compat/cases/: each corpus file that `netcfg check` refuses for `attribute`
     alone, with that attribute's lines removed, so the differential can run it today
@@ -164,13 +280,28 @@ def main() -> int:
         ap.add_argument(f"--{opt}")
     ap.add_argument("--cldemo-l3clos-commit", default="84f2fc8e7d379419fa67108534177ce3df0d2140")
     ap.add_argument("--pve-network-commit", default="HEAD")
+    ap.add_argument("--git", action="append", default=[], metavar="OWNER/NAME=GITDIR",
+                    help="a clone of one of MORE_SOURCES' repositories (repeatable)")
+    ap.add_argument("--mirror-root", metavar="DIR",
+                    help="clones of MORE_SOURCES as DIR/OWNER+NAME/repo")
     ap.add_argument("--derive-without", metavar="ATTRIBUTE",
                     help="write tests/compat/cases/ from the files refused for ATTRIBUTE alone")
     a = ap.parse_args()
     if a.derive_without:
         print(f"cases: {derive_cases(a.derive_without)}")
         return 0
-    corpus = Corpus()
+    gits = dict(g.split("=", 1) for g in a.git)
+    if a.mirror_root:
+        for repo, *_ in MORE_SOURCES:
+            clone = Path(a.mirror_root) / repo.replace("/", "+") / "repo"
+            if clone.exists():
+                gits.setdefault(repo, str(clone))
+    # Only issue 22's sources given: add them to the corpus kept, without its texts again.
+    corpus = Corpus(keep_existing=not any((a.ifupdown2, a.pve_docs, a.pve_network,
+                                           a.cldemo_evpn, a.cldemo_l3clos,
+                                           a.debian_ifupdown_examples)))
+    if gits:
+        from_more_sources(corpus, gits)
     if a.ifupdown2:
         url = "github.com/CumulusNetworks/ifupdown2"
         from_git(corpus, a.ifupdown2, url, "ifupdown2", "GPL-2.0",
