@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 NETCFG := $(VENV)/bin/netcfg
 STAMP  := $(VENV)/.installed-stamp
-EXAMPLE ?= netcfg/templates/examples/tenants.tmpl
+EXAMPLE ?= templates/examples/tenants.tmpl
 
 # $(call apt_install,PACKAGES,WHAT FOR,IF NOT ROOT): the recipe line that
 # installs those of the Debian PACKAGES that are missing, saying "installing
@@ -321,7 +321,7 @@ demo: venv kernel-deps
 	@echo "== render: $(EXAMPLE)"; $(NETCFG) render -c $(EXAMPLE) | head -30; echo "   ..."
 	@echo; echo "== check"; $(NETCFG) check -c $(EXAMPLE)
 	@echo; echo "== lowering, on the per-VLAN bridge example"
-	@$(NETCFG) plan -c netcfg/templates/examples/per-vlan-bridges.tmpl | sed -n '1,/^batch/p' | sed '$$d'
+	@$(NETCFG) plan -c templates/examples/per-vlan-bridges.tmpl | sed -n '1,/^batch/p' | sed '$$d'
 	@if [ "$$(id -u)" = 0 ]; then \
 	  NETCFG_DEMO_SANDBOXED=1 unshare --net --mount --propagation private \
 	    env NETCFG=$(NETCFG) EXAMPLE=$(EXAMPLE) scripts/demo-sandbox.sh; \

@@ -83,11 +83,18 @@ def worker_argv(mode: str, tool: str, *extra: str, tree: str | None = None) -> l
     return [SYSTEM_PYTHON, os.path.join(HERE, "worker.py"), mode, "--tool", tool,
             "--venv-bin", VENV_BIN, "--host-netns", os.readlink("/proc/self/ns/net"),
             "--host-mntns", os.readlink("/proc/self/ns/mnt"),
-            *(["--pythonpath", tree] if tree and tool == "netcfg" else []), *extra]
+            *(["--pythonpath", tree_pythonpath(tree)] if tree and tool == "netcfg" else []),
+            *extra]
+
+
+def tree_pythonpath(tree: str) -> str:
+    """netcfg/ at the top of a snapshot, netcfgd under daemon/ (its import root) or, in
+    commits before the layout of issue 25, at the top as well."""
+    return f"{tree}:{os.path.join(tree, 'daemon')}"
 
 
 def snapshot(rev: str) -> tuple[str, str]:
-    """netcfg/ and netcfgd/ as committed at ``rev``, unpacked under bench/out/ifupdown and
+    """netcfg/, netcfgd and the data as committed at ``rev``, unpacked under bench/out/ifupdown and
     byte-compiled: netcfg's side then runs that commit (PYTHONPATH before the venv's editable
     install), not whatever the shared working tree holds mid-edit. (directory, short hash)"""
     short = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", rev], capture_output=True,
@@ -95,7 +102,11 @@ def snapshot(rev: str) -> tuple[str, str]:
     tree = os.path.join(OUT, f"tree-{short}")
     if not os.path.isdir(tree):
         os.makedirs(tree + ".tmp", exist_ok=True)
-        archive = subprocess.run(["git", "-C", REPO, "archive", short, "netcfg", "netcfgd"],
+        # Today's layout (daemon/netcfgd, data at the top) or an older one (netcfgd/).
+        paths = [p for p in ("netcfg", "netcfgd", "daemon/netcfgd", "schemas", "templates")
+                 if subprocess.run(["git", "-C", REPO, "cat-file", "-e", f"{short}:{p}"],
+                                   capture_output=True).returncode == 0]
+        archive = subprocess.run(["git", "-C", REPO, "archive", short, *paths],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", tree + ".tmp"], input=archive, check=True)
         subprocess.run([os.path.join(VENV_BIN, "python"), "-m", "compileall", "-q",
@@ -104,7 +115,7 @@ def snapshot(rev: str) -> tuple[str, str]:
         os.rename(tree + ".tmp", tree)
     where = subprocess.run([os.path.join(VENV_BIN, "python"), "-c",
                             "import netcfg, netcfgd; print(netcfg.__file__, netcfgd.__file__)"],
-                           env={"PYTHONPATH": tree, "PATH": SYSTEM_PATH}, cwd="/",
+                           env={"PYTHONPATH": tree_pythonpath(tree), "PATH": SYSTEM_PATH}, cwd="/",
                            capture_output=True, text=True, check=True).stdout.split()
     if not all(path.startswith(tree + os.sep) for path in where):
         raise SystemExit(f"run.py: the snapshot does not take precedence: {where}")
@@ -303,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-vlans", action="store_true")
     p.add_argument("--skip-sdn", action="store_true")
     p.add_argument("--commit", metavar="REV",
-                   help="run netcfg's side from REV's netcfg/ and netcfgd/ (git archive) instead "
+                   help="run netcfg's side from REV's netcfg/, daemon/netcfgd/ and data (git archive) instead "
                         "of the working tree")
     p.add_argument("--profile", action="store_true",
                    help="also profile netcfg's poll (phases, interpreter start, imports)")
@@ -326,8 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         args.tree, head = snapshot(args.commit)
     else:
         dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", "netcfg",
-                                "netcfgd"], capture_output=True, text=True).stdout.strip()
-        head += " + uncommitted changes in netcfg/ or netcfgd/" if dirty else ""
+                                "daemon/netcfgd", "schemas", "templates"], capture_output=True, text=True).stdout.strip()
+        head += " + uncommitted changes in netcfg/ or daemon/netcfgd/" if dirty else ""
     print(f"netcfg at {head}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"load average {os.getloadavg()[0]:.2f}")
     interfaces, sdn_file, conf = write_host(args.vnets)

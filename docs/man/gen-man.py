@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write netcfg-interfaces(5) from the schemas: one section per kind, one entry
 per attribute, with the value form and the description from
-netcfg/schemas/kinds/*.json (the single source of truth, as for `netcfg syntax-help`).
+schemas/kinds/*.json (the single source of truth, as for `netcfg syntax-help`).
 
 Standalone on purpose (standard library only, no netcfg import): the Debian
 build runs it before anything is installed.
@@ -69,7 +69,7 @@ def render(schemas: Path, version: str) -> str:
     head = (HERE / "netcfg-interfaces.5.head").read_text()
     tail = (HERE / "netcfg-interfaces.5.tail").read_text()
     body = [".SH ATTRIBUTES",
-            "Generated from the JSON Schemas in netcfg/schemas/kinds/; "
+            "Generated from the JSON Schemas in schemas/kinds/; "
             "\\fBnetcfg syntax\\-help\\fR \\fIATTRIBUTE\\fR prints the same text. "
             "An attribute name may be written with _ for \\-."]
     for name, schema in load_kinds(schemas):

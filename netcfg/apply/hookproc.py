@@ -14,7 +14,10 @@ netcfgd) until that child exits; this is the ifupdown2 patch Proxmox carries
 itself only; its background children live on, as under ifupdown2.
 
 A command that runs past its time limit is killed with its process group
-(it runs in a session of its own), and reported as timed out.
+(it runs in a session of its own), and reported as timed out. It is also
+killed when this process dies (hookworker.pdeathsig_prefix), and runs
+with umask 022 (hookworker.HOOK_UMASK). netcfgd does not call this: its
+passes hand commands to a HookWorker (hookworker.py) and never wait.
 """
 
 from __future__ import annotations
@@ -32,12 +35,18 @@ def run_hook(argv: list[str], env: dict[str, str], *, netns: str, netns_dir: str
              timeout_s: float) -> tuple[int, str]:
     """(exit status, output: stdout and stderr together). Negative statuses
     are signals; TIMED_OUT a kill at ``timeout_s``; NOT_STARTED: cannot exec."""
+    from netcfg.apply.hookworker import HOOK_UMASK, pdeathsig_prefix
+
     if netns:
         argv = ["nsenter", f"--net={os.path.join(netns_dir, netns)}", "--", *argv]
     with tempfile.TemporaryFile() as output:
         try:
-            child = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+            # Killed with us (issue 23 L1: a SIGKILLed apply left its pre-up
+            # running beside the next apply's); ifupdown2's umask, not the unit's.
+            child = subprocess.Popen([*pdeathsig_prefix(), *argv], env=env,
+                                     stdin=subprocess.DEVNULL, stdout=output,
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     umask=HOOK_UMASK)
         except OSError as error:
             return NOT_STARTED, f"cannot run {argv[0]}: {error.strerror or error}"
         try:

@@ -185,7 +185,7 @@ def _table(problem: str | None, layout: str, header: tuple[str, ...],
 
 
 def _storage_lines(storage: dict[str, Any]) -> list[str]:
-    """The embedded iSCSI target: sessions per target (netcfgd/storage.py)."""
+    """The embedded iSCSI target: sessions per target (daemon/netcfgd/storage.py)."""
     rows = [(t["iqn"], t["netns"] or "(host)", t["sessions"],
              ", ".join(t["portals"]) if t["serving"] else "(waiting for the namespace)")
             for t in storage.get("targets") or ()]
@@ -195,7 +195,7 @@ def _storage_lines(storage: dict[str, Any]) -> list[str]:
 
 
 def _ublk_lines(ublk: dict[str, Any]) -> list[str]:
-    """Volumes as local ublk devices (netcfgd/ublk.py)."""
+    """Volumes as local ublk devices (daemon/netcfgd/ublk.py)."""
     rows = []
     for d in ublk.get("devices") or ():
         if d["state"] == "error":

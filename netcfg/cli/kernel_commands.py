@@ -5,7 +5,7 @@ show go through it: the daemon is the single writer, compiles the same
 config, and streams progress back (netcfg/cli/client.py); `netcfg status`
 shows what it does. `apply --confirm` too: the daemon keeps the deadline and
 reverts by itself, and `netcfg confirm` asks it to keep the change
-(netcfgd/trial.py). Without a daemon they work alone, as follows.
+(daemon/netcfgd/trial.py). Without a daemon they work alone, as follows.
 
 They need root (the CLI says so, exit 2, before touching anything); the
 ones that write take the apply lock (RUN_DIR/apply.lock, RUN_DIR from

@@ -54,7 +54,7 @@ examples:
   netcfg apply br0                      only br0, its ports and what they sit on
   netcfg down --netns t1                delete netcfg's devices in t1, and t1 if netcfg made it
   netcfg show -o json                   running state, in the JSON model form
-  netcfg render -c netcfg/templates/examples  print the rendered stanzas
+  netcfg render -c templates/examples  print the rendered stanzas
   netcfg plan -c site/ --set vlans=100  what apply would do, batch by batch
   netcfg plan --json | jq .lowering     what lightweight lowering saved
   netcfg syntax-help bridge-vids        one attribute, from the schema

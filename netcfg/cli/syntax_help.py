@@ -1,6 +1,6 @@
 """`netcfg syntax-help`: the stanza language, generated from the schemas.
 
-Text comes only from netcfg/schemas/kinds/*.json, so help can never disagree with
+Text comes only from schemas/kinds/*.json, so help can never disagree with
 what the validator accepts.
 """
 
@@ -10,7 +10,7 @@ import textwrap
 
 from netcfg.kinds import registry
 from netcfg.model.errors import UsageError, did_you_mean
-from netcfg.schemas.spec import AttributeSpec, group_attributes, group_schema
+from netcfg.spec import AttributeSpec, group_attributes, group_schema
 
 WIDTH = 78
 

@@ -23,7 +23,7 @@ from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
 from netcfg.plan.hooks import PHASES as COMMAND_ATTRIBUTES
-from netcfg.schemas.spec import PORT, AttributeSpec, group_attributes, value_checker
+from netcfg.spec import PORT, AttributeSpec, group_attributes, value_checker
 
 # Consumed by the builder itself rather than stored as attributes.
 PLACEMENT_ATTRIBUTE = "netns"

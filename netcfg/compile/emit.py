@@ -26,7 +26,7 @@ from functools import cache
 from netcfg.compile.values import format_value
 from netcfg.kinds import registry
 from netcfg.model.model import ConfigObject, Model
-from netcfg.schemas.spec import AttributeSpec, group_attributes, kernel_defaults
+from netcfg.spec import AttributeSpec, group_attributes, kernel_defaults
 
 INDENT = "    "
 # Interface fields printed on the iface line rather than as attributes.

@@ -1,4 +1,4 @@
-"""The JSON form of the model (netcfg/schemas/netcfg.schema.json), both ways.
+"""The JSON form of the model (schemas/netcfg.schema.json), both ways.
 
 ``netcfg show -o json`` prints it and every command that takes a config
 accepts it, so state can be saved, edited and fed back. Input goes through
@@ -18,7 +18,7 @@ from netcfg.kinds import registry
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, NETNS, TARGET, VOLUME, ConfigObject, Model
-from netcfg.schemas.spec import (all_groups, group_attributes, group_schema, schema_dir,
+from netcfg.spec import (all_groups, group_attributes, group_schema, schema_dir,
                                  value_checker)
 
 FORMAT_VERSION = 1

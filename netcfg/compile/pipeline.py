@@ -12,7 +12,6 @@ import glob
 import os
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from netcfg.compile.build import build_objects
@@ -26,6 +25,7 @@ from netcfg.compile.unsupported import strict_errors
 from netcfg.compile.trust import untrusted_directory
 from netcfg.compile.variables import variable_problems
 from netcfg.compile.validate import finish_model
+from netcfg.data import templates_dir
 from netcfg.model.errors import ConfigInvalid, Diagnostic, Report
 from netcfg.model.gcpause import gc_paused
 from netcfg.model.location import SourceLocation
@@ -75,7 +75,7 @@ class Compiled:
 
 
 def shipped_lib_dir() -> str:
-    return str(resources.files("netcfg.templates") / "lib")
+    return str(templates_dir() / "lib")
 
 
 def load_variables(source: ConfigSource) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import socket
 from typing import Any, Callable
 
 from netcfg.compile.parser import expand_names
-from netcfg.schemas.spec import AttributeSpec
+from netcfg.spec import AttributeSpec
 
 TRUE_WORDS = frozenset(("yes", "on", "true", "1"))
 FALSE_WORDS = frozenset(("no", "off", "false", "0"))

@@ -1,29 +1,37 @@
-"""Generic netlink sockets, and WireGuard devices read back through them.
+"""Generic netlink through pyroute2: one socket per (namespace, family).
 
-A NETLINK_GENERIC socket is opened inside its namespace on the setns helper
-thread, as the rtnetlink ones are (KernelSession.genl_socket): a wireguard
-device is known to the family only in its own namespace. It reuses
-RtnlSocket's batching, ACK barrier and dumps; what differs is the message
-type, the family's id, which the controller tells once per socket.
+Every netlink family other than rtnetlink goes through pyroute2 (its
+message classes encode and decode; nothing here packs a genl header). Those
+families are cold paths, a few messages per device, where pyroute2's cost
+per message (~0.1-1 ms) does not matter; rtnetlink's dumps and batches stay
+hand-built (kernel/nl.py: 17-21 us against pyroute2's 160-200 us per link).
+
+A device of these families is known only in its own namespace, so each
+socket is made inside it on the session's setns helper thread (never
+pyroute2's ``netns=``, which forks a child per socket: ~10 ms) and handed
+to pyroute2 as an fd. pyroute2 is imported only when the first such socket
+is opened: a config without wireguard devices or NICs never loads it, and
+neither do `netcfg check` and ifquery.
+
+Which kinds have generic netlink state, and whose reader and configurer
+serve them: kinds/genl.py, kernel/genl_families.py, apply/genl.py.
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import socket
-from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
-from netcfg.kernel.nl import NetlinkError, RtnlSocket
+from netcfg.kernel.nl import NetlinkError
 from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
-from netcfg.netlink.genl import GENL_ID_CTRL, family_id, getfamily
-from netcfg.netlink.nlmsg import NLM_F_DUMP, Request
-from netcfg.kinds.wireguard import key_text
-from netcfg.kernel.read import NamespaceState
-from netcfg.netlink.wireguard import WG_GENL_NAME, device_attributes, get_device, parse_device
 
 NETLINK_GENERIC = 16
-WIREGUARD_KIND = "wireguard"
+# A device's answer is a few KiB (a wireguard device with thousands of
+# peers, a few MiB over several datagrams); rtnetlink's 32 MiB would be waste.
+RCVBUF = 1 << 20
+SNDBUF = 256 << 10
 
 
 class FamilyMissing(NetcfgError):
@@ -33,83 +41,99 @@ class FamilyMissing(NetcfgError):
     retryable = False
 
 
-class GenlSocket:
-    """A NETLINK_GENERIC socket and the family ids it has resolved."""
+def refusal(error: Exception, family_id: int, tag: Any = None) -> Exception:
+    """pyroute2's NetlinkError as netcfg's (errno, the kernel's extended-ack
+    text, the operation it answered), so a refusal reads as rtnetlink's do
+    (apply/refusal.py); anything else is returned unchanged."""
+    code = getattr(error, "code", None)
+    if not isinstance(code, int) or not code:
+        return error
+    text = error.args[1] if len(error.args) > 1 else None
+    kernel_text = text if isinstance(text, str) and text != os.strerror(abs(code)) else None
+    return NetlinkError(errno=abs(code), msg_type=family_id, kernel_message=kernel_text,
+                        tag=tag)
 
-    def __init__(self, sock: socket.socket):
-        # A few KiB per device dumped; rtnetlink's 32 MiB would be waste.
-        self.nl = RtnlSocket(sock, rcvbuf=1 << 20, sndbuf=256 << 10)
-        self._families: dict[str, int] = {}
+
+class GenlSockets:
+    """The generic netlink sockets of one session, and what its families
+    remember between read-back and write (``memo``)."""
+
+    def __init__(self, open_raw: Callable[[str], socket.socket]):
+        # open_raw(NETNS): a NETLINK_GENERIC datagram socket made inside NETNS.
+        self._open_raw = open_raw
+        self._sockets: dict[tuple[str, str], Any] = {}
+        self._memos: dict[str, Any] = {}
+
+    def memo(self, name: str, factory: Callable[[], Any]) -> Any:
+        """Per-session state a family keeps (wireguard's private keys read
+        back, ethtool's speeds set), made on first use."""
+        if name not in self._memos:
+            self._memos[name] = factory()
+        return self._memos[name]
+
+    def socket(self, netns: str, family: str, msg_class: type) -> Any:
+        """A pyroute2 GenericNetlinkSocket inside ``netns``, bound to
+        ``family`` (its id asked once); FamilyMissing when the kernel has
+        no such family."""
+        key = (netns, family)
+        sock = self._sockets.get(key)
+        if sock is not None:
+            return sock
+        from pyroute2.netlink.exceptions import NetlinkError as Pyroute2Error
+        from pyroute2.netlink.generic import GenericNetlinkSocket
+
+        raw = self._open_raw(netns)
+        try:
+            sock = GenericNetlinkSocket(fileno=raw.detach(), rcvbuf=RCVBUF, sndbuf=SNDBUF,
+                                        ext_ack=True)
+        except BaseException:
+            raw.close()
+            raise
+        try:
+            sock.bind(family, msg_class)
+        except Pyroute2Error as e:
+            sock.close()
+            if e.code == errno.ENOENT:
+                raise FamilyMissing(f"the kernel has no '{family}' generic netlink family; "
+                                    f"load its module (modprobe {family})") from None
+            raise refusal(e, 0) from None
+        except BaseException:
+            sock.close()
+            raise
+        self._sockets[key] = sock
+        return sock
+
+    def request(self, netns: str, family: str, msg_class: type, msg: Any, *,
+                dump: bool = False, ack: bool = False, tag: Any = None) -> list:
+        """One request on ``family`` in ``netns``; its answers, decoded by
+        ``msg_class``. A refusal is raised as netcfg's NetlinkError naming ``tag``.
+
+        Equivalent to: what `wg` / `ethtool` ask over generic netlink."""
+        from pyroute2.netlink import NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST
+        from pyroute2.netlink.exceptions import NetlinkError as Pyroute2Error
+
+        sock = self.socket(netns, family, msg_class)
+        flags = NLM_F_REQUEST | (NLM_F_DUMP if dump else 0) | (NLM_F_ACK if ack else 0)
+        try:
+            return list(sock.nlm_request(msg, msg_type=sock.prid, msg_flags=flags))
+        except Pyroute2Error as e:
+            raise refusal(e, sock.prid, tag) from None
+
+    def send_all(self, netns: str, family: str, msg_class: type, msgs: Iterable[Any],
+                 tag: Any = None) -> int:
+        """Each message as one ACKed request, in order; stops at the first
+        refusal (raised). Returns the requests sent."""
+        sent = 0
+        for msg in msgs:
+            self.request(netns, family, msg_class, msg, ack=True, tag=tag)
+            sent += 1
+        return sent
+
+    def forget(self, netns: str) -> None:
+        """A namespace was deleted: close its sockets."""
+        for key in [k for k in self._sockets if k[0] == netns]:
+            self._sockets.pop(key).close()
 
     def close(self) -> None:
-        self.nl.close()
-
-    def family(self, name: str) -> int:
-        """The family's id (CTRL_CMD_GETFAMILY), asked once.
-
-        Equivalent to: `genl ctrl get name NAME`."""
-        if name not in self._families:
-            try:
-                _t, _f, payload = self.nl.get(GENL_ID_CTRL, getfamily(name))
-            except NetlinkError as e:
-                if e.errno == errno.ENOENT:
-                    raise FamilyMissing(f"the kernel has no '{name}' generic netlink family; "
-                                        f"load its module (modprobe {name})") from None
-                raise
-            self._families[name] = family_id(payload)[1]
-        return self._families[name]
-
-    def dump(self, family: str, payload: bytes) -> list[bytes]:
-        """A dump's messages, their payloads copied (the receive buffer is reused)."""
-        return [bytes(p) for _t, _f, p in self.nl.dump(self.family(family), payload,
-                                                        flags=NLM_F_DUMP)]
-
-    def transact(self, family: str, payloads: Iterable[bytes], tag=None) -> None:
-        """Send each payload as one request, in order, then one ACKed barrier;
-        raises the first error, naming ``tag``."""
-        number = self.family(family)
-        result = self.nl.transact([Request(number, 0, p, tag=tag) for p in payloads])
-        for error in result.errors:
-            if error is not None:
-                raise error
-
-
-@dataclass
-class WireguardKeys:
-    """What the applier knows about keys and endpoints, per session.
-
-    ``private``: public key text -> private key, from key files read
-    (apply/wireguard.resolve) and from devices read back (a revert sets
-    the key a device had). ``endpointless``: per (netns, device), the peers
-    the config gives no endpoint, whose read-back endpoint (learned from
-    their handshakes) is not compared."""
-
-    private: dict[str, bytes] = field(default_factory=dict)
-    endpointless: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
-
-
-def has_wireguard(state: NamespaceState) -> bool:
-    return any(o.kind == WIREGUARD_KIND for o in state.interfaces.values())
-
-
-def read_wireguard(sock: GenlSocket, state: NamespaceState, keys: WireguardKeys) -> int:
-    """Fill the wireguard devices of one namespace's read with their public
-    key, port, fwmark and peers; returns the GET_DEVICE dumps made (one per
-    device).
-
-    Equivalent to: `wg showconf DEV` for each wireguard device."""
-    dumps = 0
-    for name, obj in state.interfaces.items():
-        if obj.kind != WIREGUARD_KIND:
-            continue
-        try:
-            device = parse_device(sock.dump(WG_GENL_NAME, get_device(state.ifindex[name])))
-        except NetlinkError as e:
-            if e.errno == errno.ENODEV:
-                continue   # deleted since the link dump
-            raise
-        dumps += 1
-        if device.private_key is not None and device.public_key is not None:
-            keys.private[key_text(device.public_key)] = device.private_key
-        obj.attrs.update(device_attributes(device, keys.endpointless.get((state.netns, name), ())))
-    return dumps
+        for key in list(self._sockets):
+            self._sockets.pop(key).close()

@@ -3,7 +3,7 @@
 `netcfg show` prints what `netcfg apply` accepts (STYLE.md 8) because both
 sides are the same ``ConfigObject``s: a device read here has the kind the
 registry gives its IFLA_INFO_KIND, and attributes spelt and typed as in
-netcfg/schemas/kinds/*.json (decoding: read_parse.py). Nothing is read from a
+schemas/kinds/*.json (decoding: read_parse.py). Nothing is read from a
 saved file.
 
 One namespace costs one link dump, one address dump and one route dump (both

@@ -1,6 +1,6 @@
 """The interface every object kind implements (STYLE.md 4).
 
-A kind owns its attributes (a schema file under netcfg/schemas/kinds/), how it is
+A kind owns its attributes (a schema file under schemas/kinds/), how it is
 recognised in a stanza, what it refers to, its semantic checks, and what
 the planner needs to create it. The compiler and planner only ever call
 these hooks through the registry; they never test for a particular kind.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, N
 
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ConfigObject, Model
-from netcfg.schemas.spec import INFO, kernel_mappings
+from netcfg.spec import INFO, kernel_mappings
 
 if TYPE_CHECKING:
     from netcfg.model.errors import Report

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from netcfg.kinds.base import Trait
 from netcfg.model.model import ConfigObject, Model
-from netcfg.schemas.spec import PORT, kernel_mappings
+from netcfg.spec import PORT, kernel_mappings
 
 # VLAN settings need a VLAN-aware bridge; port options (the schema's
 # declared IFLA_BRPORT_* attributes) any bridge.

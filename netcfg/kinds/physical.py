@@ -12,13 +12,15 @@
 
 This is the fallback kind of a declared iface with no kind-defining
 attribute, and of an undeclared port named in the root namespace. Its own
-attributes are the ethtool link modes (apply/ethtool.py); the common and
+attributes are the ethtool link modes (kernel/ethtool.py reads them,
+apply/ethtool.py sets them, both through pyroute2); the common and
 bridge-port ones come from its traits.
 """
 
 from __future__ import annotations
 
 from netcfg.kinds.base import Kind
+from netcfg.kinds.genl import GenlState
 from netcfg.model.model import ConfigObject, Model
 
 SPEED, DUPLEX, AUTONEG = "link-speed", "link-duplex", "link-autoneg"
@@ -26,8 +28,10 @@ SPEED, DUPLEX, AUTONEG = "link-speed", "link-duplex", "link-autoneg"
 ETHTOOL_ATTRIBUTES = (SPEED, DUPLEX, AUTONEG)
 
 
-class Physical(Kind):
+class Physical(GenlState, Kind):
     name = "physical"
+    genl_family = "ethtool"
+    genl_attributes = ETHTOOL_ATTRIBUTES
     # Hardware comes and goes with the machine, not with the config.
     creatable = False
     # Real NICs have no IFLA_INFO_KIND (or a driver-specific one).

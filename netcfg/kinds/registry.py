@@ -11,7 +11,7 @@ from functools import cache
 
 from netcfg.kinds.base import Kind, Trait, declared_immutables
 from netcfg.model.model import IFACE
-from netcfg.schemas.spec import group_attributes
+from netcfg.spec import group_attributes
 
 KIND_MODULES = (
     "loopback", "physical", "dummy", "veth", "vlan", "bridge", "bond", "vxlan",

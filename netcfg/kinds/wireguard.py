@@ -26,9 +26,9 @@ written in a config without a key file it asserts which key the device has).
 Preshared keys are not supported yet (an error names the word).
 
 Created by rtnetlink (``ip link add wg0 type wireguard``), configured by
-WG_CMD_SET_DEVICE (netcfg/netlink/wireguard.py, sent by apply/wireguard.py);
-read back by WG_CMD_GET_DEVICE. A changed peer set is sent whole with
-WGDEVICE_F_REPLACE_PEERS.
+WG_CMD_SET_DEVICE through pyroute2 (kernel/wireguard.py, sent by
+apply/wireguard.py); read back by WG_CMD_GET_DEVICE. A changed peer set is
+sent whole with WGDEVICE_F_REPLACE_PEERS.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import ipaddress
 from typing import NamedTuple
 
 from netcfg.kinds.base import Kind
+from netcfg.kinds.genl import GenlState
 from netcfg.model.model import ConfigObject, Model
 
 PRIVATE_KEY_FILE = "wireguard-private-key-file"
@@ -89,6 +90,38 @@ def key_bytes(text: str) -> bytes:
 
 def key_text(raw: bytes) -> str:
     return base64.b64encode(bytes(raw)).decode()
+
+
+_P = 2 ** 255 - 19
+_A24 = 121665
+
+
+def public_key(private: bytes) -> bytes:
+    """The X25519 public key of a 32-byte private key (RFC 7748 5, the
+    Montgomery ladder on u = 9), as `wg pubkey` computes it: the applier
+    compares the key in a file with the device's without sending it. Not
+    constant time: it runs on the applier's own key, on the machine that
+    holds it."""
+    if len(private) != KEY_LEN:
+        raise ValueError(f"a private key is {KEY_LEN} bytes, not {len(private)}")
+    k = bytearray(private)
+    k[0] &= 248
+    k[31] = (k[31] & 127) | 64
+    scalar = int.from_bytes(k, "little")
+    x1, x2, z2, x3, z3, swap = 9, 1, 0, 9, 1, 0
+    for t in range(254, -1, -1):
+        bit = (scalar >> t) & 1
+        if swap ^ bit:
+            x2, x3, z2, z3 = x3, x2, z3, z2
+        swap = bit
+        a, b, c, d = x2 + z2, x2 - z2, x3 + z3, x3 - z3
+        aa, bb, da, cb = a * a % _P, b * b % _P, d * a % _P, c * b % _P
+        e = (aa - bb) % _P
+        x3, z3 = (da + cb) ** 2 % _P, x1 * (da - cb) ** 2 % _P
+        x2, z2 = aa * bb % _P, e * (aa + _A24 * e) % _P
+    if swap:
+        x2, z2 = x3, z3
+    return (x2 * pow(z2, _P - 2, _P) % _P).to_bytes(32, "little")
 
 
 def sorted_networks(prefixes) -> tuple[str, ...]:
@@ -171,8 +204,10 @@ def peers(obj: ConfigObject) -> list[Peer]:
     return [parse_peer(text) for text in obj.attrs.get(PEER, ())]
 
 
-class Wireguard(Kind):
+class Wireguard(GenlState, Kind):
     name = "wireguard"
+    genl_family = "wireguard"
+    genl_attributes = GENL_ATTRIBUTES
     link_type = "wireguard"
     defining_attributes = (PRIVATE_KEY_FILE, PEER)
     info_kind = "wireguard"

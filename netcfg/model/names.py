@@ -30,7 +30,7 @@ from netcfg.model.model import Model
 
 IFNAMSIZ = 16              # include/uapi/linux/if.h, with its NUL
 _KERNEL_SPACE = frozenset(b"\t\n\v\f\r \xa0")
-NETNS_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # netcfg/schemas/kinds/common.json's netns pattern
+NETNS_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")   # schemas/kinds/common.json's netns pattern
 IFNAME_RULES = (f"at most {IFNAMSIZ - 1} bytes; no '/', ':', white space or NUL; "
                 f"not '.' or '..'")
 # The names almost every config uses, all valid: 1 to 15 printable ASCII
@@ -105,7 +105,7 @@ def netns_name_problem(name: str) -> str | None:
     return None
 
 
-# A volume's name becomes the file /dev/netcfg/NAME (netcfgd/ublk.py, with a
+# A volume's name becomes the file /dev/netcfg/NAME (daemon/netcfgd/ublk.py, with a
 # ".netcfg-tmp" sibling while it is replaced): NAME_MAX (255) less that suffix.
 VOLUME_NAME_MAX = 255 - len(".netcfg-tmp")
 

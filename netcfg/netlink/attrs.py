@@ -1,7 +1,7 @@
 """The attribute tables of link requests, derived from the schemas.
 
-Every attribute whose schema carries ``x-netcfg-kernel`` (netcfg/schemas/
-kinds/*.json, netcfg.schemas.spec.KernelMapping) is one declaration: its
+Every attribute whose schema carries ``x-netcfg-kernel`` (schemas/
+kinds/*.json, netcfg.spec.KernelMapping) is one declaration: its
 place, netlink attribute, codec, kernel default and mutability. From those
 this module builds what encode.py sends and read_parse.py reads:
 
@@ -29,7 +29,7 @@ from netcfg.netlink import nla
 from netcfg.netlink.codecs import codec
 from netcfg.netlink.nlmsg import (IFLA_BRPORT_VLAN_TUNNEL,
                                   IFLA_VXLAN_COLLECT_METADATA, rtattr)
-from netcfg.schemas.spec import (INFO, LINK, PORT, SYSCTL, KernelMapping, all_groups,
+from netcfg.spec import (INFO, LINK, PORT, SYSCTL, KernelMapping, all_groups,
                                  group_attributes, kernel_defaults, kernel_mappings)
 
 # Each turns a param's value into one attribute (b"" for nothing to send).

@@ -1,7 +1,7 @@
 """Value codecs: one attribute's value to its payload bytes and back.
 
 Each codec is built from an attribute's declaration (``x-netcfg-kernel``
-in its schema, netcfg.schemas.spec.KernelMapping) and both encodes and
+in its schema, netcfg.spec.KernelMapping) and both encodes and
 decodes, so the request netcfg sends and the state it reads back cannot
 disagree about units, widths or names. Pure: bytes in, values out.
 
@@ -21,7 +21,7 @@ from netcfg.netlink.nlmsg import (AF_INET6, BR_BOOLOPT_MULTI, IFLA_INET6_ADDR_GE
                                   IN6_ADDR_GEN_MODE_EUI64, IN6_ADDR_GEN_MODE_NONE,
                                   IN6_ADDR_GEN_MODE_RANDOM, IN6_ADDR_GEN_MODE_STABLE_PRIVACY,
                                   nested, parse_attrs, rtattr)
-from netcfg.schemas.spec import KernelMapping
+from netcfg.spec import KernelMapping
 
 USER_HZ = 100   # clock_t: the bridge's timers and ageing are in centiseconds
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice, quote
-from netcfg.kinds import physical, wireguard
+from netcfg.kinds.genl import created_without_info_data, genl_attributes
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
 from netcfg.netlink.fdb import APPEND, RTM_DELNEIGH, RTM_NEWNEIGH, remote_entry
@@ -88,12 +88,6 @@ from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, 
                              Operation)
 
 CREATE = NLM_F_CREATE | NLM_F_EXCL
-
-# Params a kind's generic netlink family sets, not rtnetlink: the applier
-# sends them once the batch made or changed the device (apply/wireguard.py,
-# apply/ethtool.py).
-GENL_PARAMS = frozenset(wireguard.GENL_ATTRIBUTES) | frozenset(physical.ETHTOOL_ATTRIBUTES)
-GENL_KINDS = frozenset({wireguard.KIND.name})
 
 # link-add params naming other devices (diff.LOWER_PARAM, diff.PEER_PARAM, ...).
 LOWER, LOWER_NETNS, PEER, PEER_NETNS = "link", "link_netns", "peer", "peer_netns"
@@ -243,7 +237,10 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
     (EEXIST) rather than a change to the device that has it."""
     params = op.params
     kind = params.get("kind")
-    table = INFO_DATA.get(kind, {} if kind in GENL_KINDS else None)
+    # Params a kind's generic netlink family sets are not rtnetlink's: the
+    # applier sends them once the batch made the device (kinds/genl.py).
+    genl = genl_attributes()
+    table = INFO_DATA.get(kind, {} if kind in created_without_info_data() else None)
     if table is None:
         raise EncodeError(op, "kind", f"netcfg cannot create a {quote(kind)} device (it creates "
                                       f"{', '.join(sorted(INFO_DATA))})")
@@ -265,7 +262,7 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
     consumed = {"kind", *((LOWER_NETNS,) if LOWER in params else ()),
                 *((PEER_NETNS,) if kind == "veth" else ())}
     for param, value in params.items():
-        if param in consumed or param in GENL_PARAMS:
+        if param in consumed or param in genl:
             continue
         if param == LOWER:
             if kind in INFO_LOWER:
@@ -338,8 +335,9 @@ def _link_set(op: Operation, ctx: EncodeContext) -> list[Request]:
     data: list[bytes] = []
     port: list[bytes] = []
     kinds: set[str] = set()
+    genl = genl_attributes()
     for param, value in op.params.items():
-        if param in GENL_PARAMS:
+        if param in genl:
             continue   # the applier's, over generic netlink
         setting = SETTINGS.get(param)
         if setting is None:

@@ -1,7 +1,7 @@
 """Netlink attribute numbers by their kernel names, for declarations.
 
 The schemas name each attribute as the kernel does (``"nla":
-"IFLA_BR_FORWARD_DELAY"``, netcfg/schemas/kinds/*.json); these enums turn
+"IFLA_BR_FORWARD_DELAY"``, schemas/kinds/*.json); these enums turn
 the names into numbers, so a new attribute of a known kind is a schema edit
 only. Each enum is the kernel's (linux/if_link.h, Linux 6.18) in order: an
 attribute's number is its position. tests/unit/test_nla_pyroute2.py checks

@@ -36,7 +36,7 @@ from netcfg.plan.vlans import (NO_VLANS, VLAN_AWARE, PortVlans, TunnelMap, inter
                                merge, one, subtract, texts, tunnel_subtract, bridge_own_vlans,
                                held_vlans, joined_vlans, own_vlans_read, port_tunnels, port_vlans,
                                tunnel_texts, vnis)
-from netcfg.schemas.spec import group_attributes
+from netcfg.spec import group_attributes
 
 Key = tuple[str, str]
 

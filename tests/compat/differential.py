@@ -66,7 +66,7 @@ import readwith  # noqa: E402  (tests/compat/readwith.py: each file as its host 
 from explain import explain  # noqa: E402  (tests/compat/explain.py: why a difference is there)
 import state as kstate  # noqa: E402  (tests/compat/state.py: read back and normalize)
 
-# A command line: NETCFG="env PYTHONPATH=SNAPSHOT .venv/bin/python -m netcfg" runs a
+# A command line: NETCFG="env PYTHONPATH=SNAPSHOT:SNAPSHOT/daemon .venv/bin/python -m netcfg" runs a
 # committed snapshot while others edit the tree.
 NETCFG = shlex.split(os.environ.get("NETCFG", str(REPO / ".venv" / "bin" / "netcfg")))
 IFUPDOWN2_ROOT = Path(os.environ.get("IFUPDOWN2_ROOT", REPO / ".cache" / "ifupdown2"))

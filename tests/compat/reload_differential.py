@@ -60,7 +60,7 @@ PAIRS_DIR = HERE / "reload_pairs"
 RESULTS = HERE / "reload_results.json"
 RAW_DIR = REPO / ".cache" / "compat-reload" / "raw"     # each pair's sandboxes, for --rejudge
 # The netcfg side's commands; as differential.py's NETCFG, a committed snapshot can be
-# run while others edit the tree: NETCFG_IFUPDOWN="env PYTHONPATH=SNAPSHOT
+# run while others edit the tree: NETCFG_IFUPDOWN="env PYTHONPATH=SNAPSHOT:SNAPSHOT/daemon
 # .venv/bin/python -m netcfg.ifupdown" (with NETCFG set the same way for its plans).
 IFUPDOWN = shlex.split(os.environ.get(
     "NETCFG_IFUPDOWN", f"{REPO / '.venv' / 'bin' / 'python'} -m netcfg.ifupdown"))

@@ -108,7 +108,8 @@ def boot(pairs: list[rd.Pair]) -> list[rd.Outcome]:
     (OUT_DIR / "pairs.txt").write_text("\n".join(p.name for p in pairs) + "\n")
     py = dt.REPO / ".venv" / "bin" / "python"
     # NETCFG_PYTHONPATH: a committed snapshot's netcfg, while others edit the tree.
-    pythonpath = os.environ.get("NETCFG_PYTHONPATH", str(dt.REPO))
+    # (netcfg/ and daemon/, the import root of netcfgd: SNAPSHOT:SNAPSHOT/daemon).
+    pythonpath = os.environ.get("NETCFG_PYTHONPATH", f"{dt.REPO}:{dt.REPO / 'daemon'}")
     inner = (f"env PYTHONPATH={pythonpath} unshare --net --mount --propagation private "
              f"{py} -u {Path(rd.__file__).resolve()} --guest {OUT_DIR}")
     env = dict(os.environ, PATH=f"{dt.REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}")

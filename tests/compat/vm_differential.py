@@ -328,7 +328,7 @@ def boot(names: list[str], timeout_s: int | None = None,
     # PYTHONPATH: the netcfg of this tree, whichever tree the venv was installed from.
     limit = (f" NETCFG_COMPAT_TIMEOUT_S={timeout_s}" if timeout_s else "") + \
         f" NETCFG_COMPAT_VM_JOBS={jobs}"
-    inner = (f"env PYTHONPATH={REPO}{limit} unshare --net --mount --propagation private {py} -u "
+    inner = (f"env PYTHONPATH={REPO}:{REPO / 'daemon'}{limit} unshare --net --mount --propagation private {py} -u "
              f"{Path(__file__).resolve()} --guest {OUT_DIR}")
     # vng runs virtme-run from PATH: the venv's bin first, as `make test-vm` puts it.
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}")

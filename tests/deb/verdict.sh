@@ -7,7 +7,7 @@
 set -euo pipefail
 deb=$1 results=$2
 
-checks=(autopkgtest-unit boot installed dataplane-import files completion check-example
+checks=(autopkgtest-unit boot installed dataplane-import files data-dir completion check-example
         apply-example query-no-drift remove-keeps-config-and-network purge)
 daemon=(systemd-analyze-verify unit-idle-without-config daemon-start daemon-notify daemon-reload daemon-watchdog
         watchdog-keeps-network upgrade-no-restart daemon-stop-keeps-network)

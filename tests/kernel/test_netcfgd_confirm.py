@@ -1,4 +1,4 @@
-"""`netcfg apply --confirm` while netcfgd runs (netcfgd/trial.py): the
+"""`netcfg apply --confirm` while netcfgd runs (daemon/netcfgd/trial.py): the
 daemon holds the deadline, so the change is reverted whatever happens to the
 client, and after a revert the daemon enforces the config from before. The
 daemon is a real process in the sandbox (helpers: test_netcfgd.py)."""

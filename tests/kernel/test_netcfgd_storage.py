@@ -1,4 +1,4 @@
-"""netcfgd serving iSCSI to tenants (netcfgd/storage.py), as a real process
+"""netcfgd serving iSCSI to tenants (daemon/netcfgd/storage.py), as a real process
 in the sandbox: two tenant namespaces with the same address each discover
 and reach only their own target, `netcfg status` shows the targets, and a
 tenant namespace deleted from outside is re-created with a fresh listener.

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import netcfg.templates
+from netcfg.data import templates_dir
 from netcfg.cli.main import EXIT_INTERNAL, main
 
-EXAMPLES = Path(netcfg.templates.__file__).parent / "examples"  # installed ones too
+EXAMPLES = templates_dir() / "examples"  # installed ones too
 
 
 def run(argv, stdin: str | None = None, monkeypatch=None):

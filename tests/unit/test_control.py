@@ -1,4 +1,4 @@
-"""netcfgd's control-socket request parser (netcfgd/control.py), by
+"""netcfgd's control-socket request parser (daemon/netcfgd/control.py), by
 example and by hypothesis: whatever bytes a root client sends, the parser
 returns a request of the documented shape or raises ProtocolError, whose
 message goes back to the client. Nothing else may escape it: that was an

@@ -1,6 +1,6 @@
 """Shipped examples compile, and their JSON form is valid and round-trips.
 
-Docs run as tests: every file in netcfg/templates/examples/ is compiled here (and
+Docs run as tests: every file in templates/examples/ is compiled here (and
 applied in the sandbox by the kernel tier once `netcfg apply` exists).
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-import netcfg.templates
+from netcfg.data import templates_dir
 from netcfg.compile.emit import emit_model
 from netcfg.compile.jsonform import model_to_json
 from netcfg.compile.jsonform import document_schema
@@ -21,7 +21,7 @@ from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.model import Model
 from netcfg.plan import make_plan
 
-EXAMPLES = sorted((Path(netcfg.templates.__file__).parent / "examples").glob("*.tmpl"))
+EXAMPLES = sorted((templates_dir() / "examples").glob("*.tmpl"))
 # `make test` unpacks them from Debian's ifupdown2 package (without installing it).
 IFUPDOWN2_EXAMPLES = Path(os.environ.get("NETCFG_IFUPDOWN2_EXAMPLES",
                                          "/usr/share/doc/ifupdown2/examples"))

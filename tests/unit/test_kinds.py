@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
-from importlib import resources
+from netcfg.data import schemas_dir
 from pathlib import Path
 
 import jsonschema
@@ -68,7 +68,7 @@ def refs(o) -> list[Reference]:
 
 # --- schemas ---------------------------------------------------------------
 
-SCHEMA_DIR = resources.files("netcfg.schemas") / "kinds"
+SCHEMA_DIR = schemas_dir() / "kinds"
 
 
 def schema_files():
@@ -480,7 +480,7 @@ def test_vxlan_vni_of_vnifilter_device_clashes_with_single_vni_device():
 
 def test_vrf_table_text_is_typed_when_parsed():
     from netcfg.compile.values import parse_value
-    from netcfg.schemas.spec import group_attributes
+    from netcfg.spec import group_attributes
 
     spec = group_attributes("vrf")["vrf-table"]
     assert parse_value(spec, "1001") == 1001

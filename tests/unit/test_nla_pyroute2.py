@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from netcfg.netlink import nla, nlmsg
-from netcfg.schemas.spec import all_groups, kernel_mappings
+from netcfg.spec import all_groups, kernel_mappings
 
 pyroute2 = pytest.importorskip("pyroute2")
 from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg  # noqa: E402

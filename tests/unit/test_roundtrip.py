@@ -19,7 +19,7 @@ from netcfg.compile.render import RenderedSource
 from netcfg.kinds import registry
 from netcfg.model.errors import Report
 from netcfg.model.model import TARGET, ConfigObject, Model
-from netcfg.schemas.spec import AttributeSpec, group_attributes
+from netcfg.spec import AttributeSpec, group_attributes
 
 ifname = st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True).filter(lambda n: n != "lo")
 nsname = st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True)

@@ -1,4 +1,4 @@
-"""The compiled fast checks in netcfg.schemas.spec agree with jsonschema."""
+"""The compiled fast checks in netcfg.spec agree with jsonschema."""
 
 import json
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from netcfg.compile.jsonform import document_schema
 from netcfg.kinds import registry
-from netcfg.schemas import spec as schema
+from netcfg import spec as schema
 
 ATTRIBUTES = [(g, a) for g in schema.all_groups() for a in schema.group_attributes(g)]
 

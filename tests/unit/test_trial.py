@@ -1,5 +1,5 @@
 """The bookkeeping of `apply --confirm` that needs no root: netcfgd's trials
-(netcfgd/trial.py) and the CLI's interrupt guard (netcfg/apply/confirm.py).
+(daemon/netcfgd/trial.py) and the CLI's interrupt guard (netcfg/apply/confirm.py).
 The kernel tier runs them for real (test_netcfgd_confirm.py,
 test_lifecycle.py); these pin the parts a restart or a second signal depend on."""
 

@@ -26,7 +26,7 @@ the server stops.
 
 The restart test runs netcfgd as the process it is on a host. The others
 use `netcfgd.target` (the data path netcfgd embeds, with the same
-netcfgd/ublk.py) forked from the test process, as test_vm_iscsi.py does: a
+daemon/netcfgd/ublk.py) forked from the test process, as test_vm_iscsi.py does: a
 fresh interpreter is slow to start under qemu TCG, the fork starts warm.
 """
 

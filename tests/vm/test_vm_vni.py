@@ -1,6 +1,6 @@
 """VLAN-to-VNI mappings on a real kernel: the VM tier (`make test-vm`).
 
-netcfg/templates/examples/evpn-vxlan.tmpl, written with a vxlan per VNI and a bridge
+templates/examples/evpn-vxlan.tmpl, written with a vxlan per VNI and a bridge
 per VLAN, lowers to one VLAN-aware bridge and one `external vnifilter` vxlan
 whose `bridge-vlan-vni-map 10-41=10010-10041` must become, in the kernel:
 vlan_tunnel on the vxlan's bridge port, VLANs 10-41 on it, VNIs 10010-10041
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-import netcfg.templates
+from netcfg.data import templates_dir
 from netcfg.apply.execute import apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
 
-EXAMPLE = Path(netcfg.templates.__file__).parent / "examples" / "evpn-vxlan.tmpl"
+EXAMPLE = templates_dir() / "examples" / "evpn-vxlan.tmpl"
 ALL_VLANS = "vlans = range(10, 42)"
 
 

@@ -76,10 +76,18 @@ out=$(python3 -c 'import netcfgd._dataplane as d; print(d.__file__)' 2>&1) \
 missing=
 for f in /usr/share/man/man8/netcfg.8.gz /usr/share/man/man8/netcfgd.8.gz \
          /usr/share/man/man5/netcfg-interfaces.5.gz /usr/share/bash-completion/completions/netcfg \
-         /etc/netcfg/site.tmpl.example "$EXAMPLE"; do
+         /etc/netcfg/site.tmpl.example "$EXAMPLE" /usr/share/netcfg/schemas/netcfg.schema.json \
+         /usr/share/netcfg/schemas/kinds/bridge.json /usr/share/netcfg/templates/lib/netcfg.tmpl; do
     [ -e "$f" ] || missing="$missing $f"
 done
 [ -z "$missing" ] && result files PASS || result files FAIL "missing:$missing"
+
+# The data is found where Debian puts it (netcfg/data.py): the schemas through
+# `netcfg schema`, the templates' defs through an example that uses them.
+out=$(python3 -c 'import netcfg.data as d; print(d.data_dir())' 2>&1)
+title=$(netcfg schema 2>&1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["title"])' 2>&1)
+[ "$out" = /usr/share/netcfg ] && [ -n "$title" ] && result data-dir PASS "$out, schema: $title" \
+    || result data-dir FAIL "data_dir=$out schema title=$title"
 
 # Bash completion loads and offers the subcommands.
 out=$(bash -c 'source /usr/share/bash-completion/completions/netcfg; COMP_WORDS=(netcfg ap); COMP_CWORD=1; _netcfg; echo "${COMPREPLY[*]}"' 2>&1)

@@ -194,7 +194,7 @@ class TargetService:
         as each can be: an object that fails is reported in the outcome and
         tried again by the next call, and the others are served. Portals are
         opened only in namespaces already added. Volumes in ``pinned`` (a
-        ublk device serves them: netcfgd/ublk.py) are neither closed,
+        ublk device serves them: daemon/netcfgd/ublk.py) are neither closed,
         re-opened nor resized: the device is re-created first."""
         out = Outcome()
         volumes = {name: volume_spec(o) for name, o in model.volumes.items()}

@@ -110,7 +110,7 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
 
 
 def _storage_outcome(daemon: "Daemon") -> dict[str, Any]:
-    """What serving the applied volumes and targets did (netcfgd/storage.py)."""
+    """What serving the applied volumes and targets did (daemon/netcfgd/storage.py)."""
     hooks = daemon.reconciler.hooks if daemon.reconciler is not None else None
     return {"changes": list(getattr(hooks, "changes", ())),
             "errors": list(getattr(hooks, "errors", ()))}

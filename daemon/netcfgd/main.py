@@ -662,7 +662,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # what a stuck daemon is doing, without stopping it.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     daemon = Daemon(options, log, Notifier())
-    # The embedded iSCSI target follows the namespaces (netcfgd/storage.py).
+    # The embedded iSCSI target follows the namespaces (daemon/netcfgd/storage.py).
     daemon.hooks = StorageHooks(log, lambda name: daemon.session.netns(name))
     try:
         daemon.install_signals()

@@ -1,6 +1,6 @@
 """JSON Schemas: the single source of truth for every attribute.
 
-netcfg/schemas/kinds/<name>.json holds one attribute group each (a kind's own
+schemas/kinds/<name>.json (found through netcfg.data) holds one attribute group each (a kind's own
 attributes, or a trait such as ``common`` shared by all interfaces).
 This module loads them and answers "which attributes exist and what are
 they"; netcfg.compile.jsonform assembles the schema of the whole JSON
@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from netcfg.data import schemas_dir
 from netcfg.model.errors import quote
 
 
@@ -138,8 +139,8 @@ def kernel_mappings(group: str) -> tuple[KernelMapping, ...]:
     return tuple(m for m in (kernel_mapping(group, a) for a in group_attributes(group)) if m)
 
 
-def schema_dir():
-    return resources.files("netcfg.schemas")
+def schema_dir() -> Path:
+    return schemas_dir()
 
 
 @cache

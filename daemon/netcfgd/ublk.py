@@ -273,7 +273,7 @@ class UblkService:
     def udev_rules_text(self) -> str:
         """One line per served device: KERNEL=="ublkbN", its OWNER and GROUP
         when the volume has a ublk-owner, MODE 0660."""
-        lines = ["# Written by netcfgd (netcfgd/ublk.py) for the ublk devices it serves:",
+        lines = ["# Written by netcfgd (daemon/netcfgd/ublk.py) for the ublk devices it serves:",
                  "# the owner and mode of each, kept through every udev event. Rewritten",
                  "# as devices come and go; do not edit."]
         for name, (spec, dev_id, _) in sorted(self.served.items(), key=lambda kv: kv[1][1]):

@@ -15,7 +15,7 @@ the same pass adds. Changing one target (re-reading its secrets, adding a
 LUN) touches that target only; other tenants' sessions go on
 (`TargetService.apply` calls the data path only for what changed).
 
-Volumes with ``ublk yes`` are also local block devices (netcfgd/ublk.py):
+Volumes with ``ublk yes`` are also local block devices (daemon/netcfgd/ublk.py):
 they appear after the pass that declares them, go when the config drops
 them unless they are in use (then they stay, shown by `netcfg status` with
 what holds them), and outlive netcfgd itself: the next netcfgd adopts them.

@@ -1,1 +1,0 @@
-"""JSON Schemas of the model, installed as package data (see netcfg/schemas/spec.py)."""

@@ -1,1 +1,0 @@
-"""Shipped Mako templates: lib/ (defs) and examples/ (applied in CI)."""
