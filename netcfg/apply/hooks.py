@@ -44,10 +44,11 @@ import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from netcfg.apply import hookrecord, scripts
 from netcfg.apply.hookproc import run_hook, status_text
+from netcfg.apply.hookworker import Job
 from netcfg.apply.hookrecord import Entry, Record, RecordError
 from netcfg.compile.values import format_route
 from netcfg.model.errors import NetcfgError
@@ -68,6 +69,28 @@ class HookFailed(NetcfgError):
     """A pre-up line or script failed: the interface must not come up."""
 
 
+class PreUpDue(Exception):
+    """netcfgd's pass (``HookSettings.deferred``) would bring up interfaces
+    whose pre-up has not run: their pre-up (after the recorded down lines of
+    the ones that cycle) is handed to the worker, and the pass is to be
+    planned again with them held down (``keys``). Raised before any write."""
+
+    def __init__(self, keys: list[Key]):
+        super().__init__(", ".join(_name(k) for k in keys))
+        self.keys = keys
+
+
+class Deferred(Protocol):
+    """Where netcfgd's passes send their hook commands instead of running
+    them (netcfgd/hooks.py InterfaceHooks, on netcfg/apply/hookworker.py)."""
+
+    def submit(self, jobs: list[Job]) -> None: ...
+
+    def wait(self, keys: list[Key]) -> list[str]: ...
+
+    def pre_up_ran(self, key: Key, fingerprint: str) -> bool: ...
+
+
 def _default_record() -> str:
     from netcfg.apply.confirm import run_dir
 
@@ -86,6 +109,11 @@ class HookSettings:
     # model never holds: {(netns, name): {attribute: first value}}, from
     # netcfg.compile.unsupported.hook_lines(compiled.parsed); see with_config.
     hook_lines: Mapping[Key, Mapping[str, str]] = field(default_factory=dict)
+    # netcfgd's passes: commands go to a worker, never run here (issue 23 H5).
+    deferred: Deferred | None = None
+    # Interfaces a pass leaves alone: held down for their pre-up, or for a
+    # repair loop (netcfgd/hooks.py). Their hooks are not looked at.
+    held: frozenset = frozenset()
 
     def with_config(self, compiled: Any) -> "HookSettings":
         """These settings with the hook-only lines of ``compiled`` (a
@@ -214,6 +242,7 @@ class Hooks:
     ran_up: list[Key] = field(default_factory=list)
     _script_dir: scripts.ScriptDirectory | None = None
     _gone: dict[Key, Stanza | None] = field(default_factory=dict)   # start()'s, for post-down
+    _pre_up_ran: set[Key] = field(default_factory=set)   # deferred: by the worker, before
 
     @classmethod
     def for_plan(cls, desired: Model, plan, netns_dir: str, settings: HookSettings | None,
@@ -235,8 +264,9 @@ class Hooks:
         ops = plan.operations
         gone = decide.namespaces_deleted(ops)
         taken_down = set(decide.went_down(ops))
+        held = settings.held
         recorded = {k: e.fingerprint for k, e in (record.entries if record else {}).items()
-                    if in_reach(k)}
+                    if in_reach(k) and k not in held}
         if stopping:
             wanted = {k: fp for k, fp in recorded.items()
                       if k not in taken_down and k[0] not in gone}
@@ -244,16 +274,17 @@ class Hooks:
             lifecycle = decide.lifecycle(wanted, recorded, ())
         else:
             extra = settings.hook_lines
-            came = decide.came_up(ops)
+            came = [k for k in decide.came_up(ops) if k not in held]
             # Without a record only what the plan brings up can run anything:
             # a no-op dry run (`ifquery -c` on 4094 VLANs) looks at nothing.
             candidates = desired.interfaces if record is not None else {
                 k: desired.interfaces[k] for k in came if k in desired.interfaces}
             stanzas = {k: Stanza.of(o, extra.get(k)) for k, o in candidates.items()
-                       if decide.wants_up(o) and in_reach(k)}
+                       if decide.wants_up(o) and in_reach(k) and k not in held}
             wanted = {k: s.fingerprint() for k, s in stanzas.items()}
             down_lines = {k: Stanza.of(desired.interfaces[k], extra.get(k))
-                          for k in decide.went_down(ops) if k in desired.interfaces}
+                          for k in decide.went_down(ops)
+                          if k in desired.interfaces and k not in held}
             stanzas.update({k: s for k, s in down_lines.items() if k not in stanzas})
             lifecycle = decide.lifecycle(wanted, recorded, came,
                                          [k for k in down_lines if k not in wanted])
@@ -262,7 +293,34 @@ class Hooks:
         hooks = cls(settings, netns_dir, stanzas, lifecycle, record, log=log,
                     _script_dir=script_dir)
         hooks.pre_up_at = _pre_up_batches(plan, lifecycle)
+        if settings.deferred is not None and not stopping:
+            hooks._gate(set(came))
         return hooks
+
+    def _gate(self, came: set[Key]) -> None:
+        """netcfgd: an interface the plan brings up whose pre-up has not run
+        is not brought up in this pass (PreUpDue); its pre-up runs in the
+        worker, and a later pass brings it up (issue 23 H5, M2)."""
+        deferred = self.settings.deferred
+        assert deferred is not None
+        due = []
+        for key in self.plan.cycles + self.plan.ups:
+            stanza = self.stanzas[key]
+            if key not in came or not self._commands(stanza, ("pre-up",)):
+                continue
+            if deferred.pre_up_ran(key, stanza.fingerprint()):
+                self._pre_up_ran.add(key)     # ran: not again
+                continue
+            due.append(key)
+        if not due:
+            return
+        for key in due:
+            if key in self.plan.cycles:
+                self._phases(self._old(key), "down", DOWN_PHASES, stop_on_failure=False)
+            self._mark_pending(key)
+            self._phases(self.stanzas[key], "up", ("pre-up",), stop_on_failure=True)
+        self.save()
+        raise PreUpDue(due)
 
     # -- what the plan says
 
@@ -303,6 +361,10 @@ class Hooks:
             self._gone[key] = self._old(key)
             self._phases(self._gone[key], "down", ("pre-down", "down"), stop_on_failure=False)
             self._mark_pending(key)   # a failed apply does not run them twice
+        if self.settings.deferred is not None and (self.plan.downs or self.plan.plan_downs):
+            # ifupdown2 runs them while the interface is still there: the
+            # one wait of a pass, bounded by the worker's time limit.
+            self.log += self.settings.deferred.wait(list(self.plan.downs + self.plan.plan_downs))
         for key in self.plan.cycles:
             self._phases(self._old(key), "down", DOWN_PHASES, stop_on_failure=False)
             self._mark_pending(key)
@@ -368,7 +430,17 @@ class Hooks:
 
     def _pre_up(self, key: Key) -> None:
         self._mark_pending(key)
+        if self.settings.deferred is not None and key in self._pre_up_ran:
+            return      # the worker ran it before this pass (_gate)
         self._phases(self.stanzas[key], "up", ("pre-up",), stop_on_failure=True)
+
+    def _commands(self, stanza: Stanza | None, phases: tuple[str, ...]) -> bool:
+        """Whether ``stanza`` has anything to run in ``phases``."""
+        if stanza is None:
+            return False
+        if stanza.phase_lines(phases):
+            return True
+        return self._script_dir is not None and any(self._script_dir.scripts(p) for p in phases)
 
     def _phases(self, stanza: Stanza | None, direction: str, phases: tuple[str, ...], *,
                 stop_on_failure: bool) -> None:
@@ -397,6 +469,12 @@ class Hooks:
     def _one(self, stanza: Stanza, direction: str, phase: str, argv: list[str], said: str,
              where: str | None, family: tuple[str, str] | None, stop_on_failure: bool) -> None:
         env = stanza_environment(stanza, direction, phase, self.settings.verbosity, family)
+        if self.settings.deferred is not None:
+            # netcfgd: the worker runs it; its output and failure reach the
+            # log and `netcfg status` from there (netcfgd/hooks.py).
+            self.settings.deferred.submit([Job((stanza.netns, stanza.name), phase, argv, env,
+                                               said, where)])
+            return
         code, output = run_hook(argv, env, netns=stanza.netns, netns_dir=self.netns_dir,
                                 timeout_s=self.settings.timeout_s)
         for line in output.splitlines():
