@@ -115,10 +115,42 @@ def staged_path(dest):
     return dest.rstrip("/") + ".staged"
 
 
+# What netcfg reads of a config directory (netcfg/compile/pipeline.py): its
+# top-level *.tmpl files, vars.json and the templates under lib/. These are
+# the config's, so a rollout replaces them and removes those it no longer
+# ships. Everything else in dest (a WireGuard key such as /etc/netcfg/wg0.key,
+# CHAP secrets, or if-up.d and friends when dest is /etc/network) is the
+# operator's: kept as it is unless the rollout ships a file of that name.
+CONFIG_SUFFIX = ".tmpl"
+CONFIG_VARS = "vars.json"
+CONFIG_LIB = "lib"
+
+
+def config_owned(relative):
+    """Whether RELATIVE (a path inside a config directory) is one netcfg
+    reads as config, and so one a rollout may remove."""
+    parts = relative.split(os.sep)
+    if len(parts) == 1:
+        return relative.endswith(CONFIG_SUFFIX) or relative == CONFIG_VARS
+    return parts[0] == CONFIG_LIB
+
+
+def tree_files(directory):
+    """Relative names of the files (and links) under DIRECTORY."""
+    found = set()
+    for root, dirs, names in os.walk(directory):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            found.add(os.path.relpath(os.path.join(root, name), directory))
+    return found
+
+
 def promote(staged, dest):
     """Make the staged config the one at dest, file by file (each a rename, so
     netcfgd never reads half a file; dest may be a mount point, so it is not
-    renamed itself), and drop the stage. The files dest had are kept in
+    renamed itself), and drop the stage. The config's files dest had that the
+    stage does not ship go (config_owned); every other file of dest stays
+    (issue 24, M13: the WireGuard key the docs put in /etc/netcfg was
+    deleted at the first rollout). The files dest had are kept in
     DEST.previous for the operator; netcfg does not read them."""
     previous = dest.rstrip("/") + ".previous"
     if os.path.lexists(previous):
@@ -127,22 +159,36 @@ def promote(staged, dest):
         shutil.copytree(dest, previous, symlinks=True)
     else:
         os.makedirs(dest, 0o755)
-    wanted = set()
-    for root, _dirs, names in os.walk(staged):
-        for name in names:
-            relative = os.path.relpath(os.path.join(root, name), staged)
-            wanted.add(relative)
-            target = os.path.join(dest, relative)
-            if not os.path.isdir(os.path.dirname(target)):
-                os.makedirs(os.path.dirname(target), 0o755)
-            shutil.copy2(os.path.join(root, name), target + ".new")
-            os.rename(target + ".new", target)
-    for root, _dirs, names in os.walk(dest):
-        for name in names:
-            path = os.path.join(root, name)
-            if os.path.relpath(path, dest) not in wanted:
-                os.unlink(path)
+    wanted = tree_files(staged)
+    for relative in sorted(wanted):
+        target = os.path.join(dest, relative)
+        if not os.path.isdir(os.path.dirname(target)):
+            os.makedirs(os.path.dirname(target), 0o755)
+        shutil.copy2(os.path.join(staged, relative), target + ".new")
+        os.rename(target + ".new", target)
+    for relative in sorted(tree_files(dest) - wanted):
+        if config_owned(relative):
+            os.unlink(os.path.join(dest, relative))
     shutil.rmtree(staged)
+
+
+def files_differ(staged, dest):
+    """Whether promoting STAGED would change DEST: a shipped file is new or
+    different, or a config file of dest would go."""
+    shipped = tree_files(staged)
+    for relative in shipped:
+        if read_file(os.path.join(staged, relative)) != read_file(os.path.join(dest, relative)):
+            return True
+    return any(config_owned(r) for r in tree_files(dest) - shipped) if os.path.isdir(dest) \
+        else bool(shipped)
+
+
+def read_file(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
 
 
 def plan_text(plan):

@@ -133,11 +133,12 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.netcfg.fleet.plugins.module_utils.netcfg_cli import (
-    CLIENT_ERR, CLIENT_OUT, COMMON_ARGS, ON_TRIAL_MARK, drop_record, load_json,
+    CLIENT_ERR, CLIENT_OUT, COMMON_ARGS, ON_TRIAL_MARK, drop_record, files_differ, load_json,
     netcfg_executable, plan_text, process_alive, promote, read_record, run_dir, run_netcfg,
     staged_path, write_record)
 
@@ -192,18 +193,9 @@ def write_tree(directory, files, variables):
             f.write(text)
 
 
-def read_tree(directory):
-    """relative name -> text, of every file under DIRECTORY ({} if none)."""
-    found = {}
-    for root, _dirs, names in os.walk(directory):
-        for name in names:
-            path = os.path.join(root, name)
-            try:
-                with open(path) as f:
-                    found[os.path.relpath(path, directory)] = f.read()
-            except (IOError, OSError, UnicodeDecodeError):
-                found[os.path.relpath(path, directory)] = None
-    return found
+def discard_stage(module, staged):
+    """Remove a stage; check mode's whole temporary directory with it."""
+    shutil.rmtree(os.path.dirname(staged) if module.check_mode else staged, ignore_errors=True)
 
 
 def dry_run(module, netcfg, config):
@@ -276,18 +268,22 @@ def main():
         module.fail_json(msg="an apply --confirm (pid %d) of %s still waits for "
                              "netcfg_confirm: confirm it or let it revert first"
                          % (waiting["pid"], waiting["staged"]))
-    drop_record(module)
-
-    staged = staged_path(dest)
-    if module.check_mode:   # stage where nothing of netcfg's looks
-        staged = staged + ".check"
+    if module.check_mode:
+        # Check mode changes nothing on the host (issue 24, L6: it deleted a
+        # leftover trial record): the record stays, and the config is staged
+        # in a private temporary directory nothing of netcfg's reads, gone
+        # once the dry run has read it.
+        staged = os.path.join(tempfile.mkdtemp(prefix="netcfg-check-"), "config")
+    else:
+        drop_record(module)
+        staged = staged_path(dest)
     write_tree(staged, files, module.params["vars"])
     try:
         plan = dry_run(module, netcfg, staged)
     except BaseException:
-        shutil.rmtree(staged, ignore_errors=True)
+        discard_stage(module, staged)
         raise
-    files_changed = read_tree(staged) != read_tree(dest)
+    files_changed = files_differ(staged, dest)
     operations = plan.get("operations", 0)
     result = dict(plan=plan, operations=operations, batches=len(plan.get("batches") or []),
                   requests=0, files_changed=files_changed, trial=None,
@@ -295,7 +291,7 @@ def main():
     if module._diff:
         result["diff"] = dict(prepared=plan_text(plan) or "(no operations)\n")
     if module.check_mode:
-        shutil.rmtree(staged, ignore_errors=True)
+        discard_stage(module, staged)
         module.exit_json(**result)
     if not operations:
         if files_changed:
