@@ -9,12 +9,24 @@ the kernel can free it. ``load(model)``: a config was loaded;
 ``after_pass()``: a reconcile pass ended; ``status_json()``: what `netcfg
 status` shows of the service; ``close()``: the daemon stops. The default
 implementation only logs; netcfgd runs netcfgd.storage.StorageHooks.
+
+``InterfaceHooks``: the interfaces' imperative lines (pre-up ... post-down)
+of the reconcile passes, run beside the loop, never in it (issue 23 H5, M1,
+M2, M15; docs/daemon.md "Hooks").
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from netcfg.apply.hookproc import status_text
+from netcfg.apply.hookworker import Finished, HookWorker, Job
+
+Key = tuple[str, str]
 
 
 class NamespaceHooks:
@@ -39,3 +51,191 @@ class NamespaceHooks:
 
     def close(self) -> None:
         pass
+
+
+# ---------------------------------------------------------------- interfaces' hooks
+
+# The daemon's time limit per hook command: under the unit's WatchdogSec=30
+# for the one wait a pass makes (pre-down and down before a removal); the
+# others never hold the loop. $NETCFG_HOOK_TIMEOUT overrides it.
+HOOK_TIMEOUT_S = 20.0
+# A repair loop (issue 23 M1): an interface brought up this many times within
+# LOOP_WINDOW_S, each time found down again while its hooks ran or just after.
+LOOP_REPAIRS = 5
+LOOP_WINDOW_S = 60.0
+LOOP_NEAR_S = 2.0        # "just after" its hooks ended
+PRE_UP_RETRY_FIRST_S = 1.0
+PRE_UP_RETRY_MAX_S = 60.0
+PROBLEMS_KEPT = 5        # lines kept per interface for status
+
+
+def hook_timeout_from_env() -> float:
+    try:
+        value = float(os.environ.get("NETCFG_HOOK_TIMEOUT") or HOOK_TIMEOUT_S)
+    except ValueError:
+        return HOOK_TIMEOUT_S
+    return value if 0 < value < float("inf") else HOOK_TIMEOUT_S
+
+
+@dataclass
+class Hold:
+    """Why a pass leaves an interface down and its hooks alone, and till when."""
+
+    why: str
+    until: float | None = None        # monotonic; None: until a reload or an apply
+    failures: int = 0
+
+
+@dataclass
+class InterfaceHooks:
+    """The imperative lines of netcfgd's passes (netcfg.apply.hooks.Deferred):
+    run by a HookWorker beside the loop, their ends reaped by ``poll()``;
+    interfaces held down while their pre-up runs or after it failed (retried
+    with backoff), or after a repair loop; what failed, for status."""
+
+    netns_dir: str
+    log: logging.Logger
+    timeout_s: float = field(default_factory=hook_timeout_from_env)
+    keepalive: Callable[[], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+    worker: HookWorker = field(init=False)
+    held: dict[Key, Hold] = field(default_factory=dict)
+    problems: dict[Key, list[str]] = field(default_factory=dict)
+    due: set[str] = field(default_factory=set)          # namespaces that need a pass
+    _pre_up: dict[Key, str] = field(default_factory=dict)      # running: its fingerprint
+    _pre_up_failed: dict[Key, str] = field(default_factory=dict)
+    _pre_up_ok: dict[Key, str] = field(default_factory=dict)
+    _repairs: dict[Key, list[float]] = field(default_factory=dict)
+    _ended_at: dict[Key, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.worker = HookWorker(self.netns_dir, self.timeout_s, clock=self.clock)
+
+    # -- netcfg.apply.hooks.Deferred
+
+    def submit(self, jobs: list[Job]) -> None:
+        self.worker.submit(jobs)
+
+    def wait(self, keys: list[Key]) -> list[str]:
+        return self._reaped(self.worker.wait(keys, self.keepalive))
+
+    def pre_up_ran(self, key: Key, fingerprint: str) -> bool:
+        return self._pre_up_ok.pop(key, None) == fingerprint
+
+    # -- driven by the reconciler
+
+    def pre_up_started(self, fingerprints: dict[Key, str]) -> None:
+        """A pass handed these interfaces' pre-up to the worker: held down till it ends."""
+        for key, fingerprint in fingerprints.items():
+            self._pre_up[key] = fingerprint
+            old = self.held.get(key)
+            self.held[key] = Hold("waiting for its pre-up", None, old.failures if old else 0)
+
+    def poll(self) -> None:
+        """Reap what ended; let go of holds whose retry time came."""
+        self._reaped(self.worker.poll())
+        now = self.clock()
+        for key, hold in list(self.held.items()):
+            if hold.until is not None and now >= hold.until:
+                del self.held[key]
+                self.due.add(key[0])
+
+    def next_check(self) -> float | None:
+        times = [h.until for h in self.held.values() if h.until is not None]
+        check = self.worker.next_check()
+        if check is not None:
+            times.append(check)
+        return min(times) if times else None
+
+    def repaired(self, key: Key) -> None:
+        """A pass brought ``key`` up again. Counted when it went down while its
+        hooks ran or just after: LOOP_REPAIRS of those in LOOP_WINDOW_S is a
+        loop, held until a reload or an apply (issue 23 M1)."""
+        now = self.clock()
+        if not (self.worker.busy(key) or now - self._ended_at.get(key, -1e9) < LOOP_NEAR_S):
+            return
+        times = [t for t in self._repairs.get(key, []) if now - t < LOOP_WINDOW_S] + [now]
+        self._repairs[key] = times
+        if len(times) >= LOOP_REPAIRS:
+            why = (f"repair loop: brought up {len(times)} times in {now - times[0]:.0f} s, "
+                   f"taken down again each time while or just after its hooks ran; netcfgd "
+                   f"leaves it down and stops running its hooks until a reload or an apply")
+            self.held[key] = Hold(why)
+            self._problem(key, why)
+            self.log.error(f"{_label(key)}: {why}", extra={"NETCFG_NETNS": key[0]})
+            del self._repairs[key]
+
+    def load(self) -> None:
+        """A new config: holds and loop counts start again (it may fix the hook)."""
+        self.held = {k: h for k, h in self.held.items() if k in self._pre_up}
+        self._repairs.clear()
+        self._pre_up_failed.clear()
+        self.problems.clear()
+
+    def held_keys(self) -> frozenset:
+        return frozenset(self.held)
+
+    def status_lines(self, netns: str) -> list[str]:
+        now = self.clock()
+        out = []
+        for key, hold in sorted(self.held.items()):
+            if key[0] == netns:
+                retry = "" if hold.until is None else f", retry in {max(0, hold.until - now):.1f} s"
+                out.append(f"{key[1]}: held down: {hold.why}{retry}")
+        for key, lines in sorted(self.problems.items()):
+            if key[0] == netns:
+                out += [f"{key[1]}: {line}" for line in lines]
+        return out
+
+    def close(self) -> None:
+        self.worker.close()
+
+    # -- what ended
+
+    def _reaped(self, ended: list[Finished]) -> list[str]:
+        out = []
+        now = self.clock()
+        for done in ended:
+            key, said = done.job.key, done.job.said
+            self._ended_at[key] = now
+            for line in done.output.splitlines():
+                out.append(f"{said}: {line}")
+                self.log.info(f"{said}: {line}", extra={"NETCFG_NETNS": key[0]})
+            if done.ok:
+                out.append(f"{said}: ok")
+            else:
+                where = f"{done.job.where}: " if done.job.where else ""
+                last = (done.output.strip().splitlines() or [""])[-1]
+                text = f"{where}{said} failed ({status_text(done.code)})" + \
+                    (f": {last}" if last else "")
+                out.append(text)
+                self.log.warning(text, extra={"NETCFG_NETNS": key[0]})
+                self._problem(key, text.removeprefix(f"{_label(key)}: "))
+                if done.job.phase == "pre-up" and key in self._pre_up:
+                    self._pre_up_failed[key] = text
+                    self.worker.drop(key)    # its later pre-up lines: as the CLI, not run
+            if key in self._pre_up and not self.worker.busy(key):
+                self._pre_up_ended(key, now)
+        return out
+
+    def _pre_up_ended(self, key: Key, now: float) -> None:
+        fingerprint = self._pre_up.pop(key)
+        failed = self._pre_up_failed.pop(key, None)
+        hold = self.held.pop(key, None)
+        if failed is None:
+            self._pre_up_ok[key] = fingerprint
+            self.problems.pop(key, None)
+            self.due.add(key[0])
+            return
+        failures = (hold.failures if hold else 0) + 1
+        delay = min(PRE_UP_RETRY_FIRST_S * 2 ** (failures - 1), PRE_UP_RETRY_MAX_S)
+        self.held[key] = Hold("its pre-up failed", now + delay, failures)
+
+    def _problem(self, key: Key, text: str) -> None:
+        lines = self.problems.setdefault(key, [])
+        lines.append(text)
+        del lines[:-PROBLEMS_KEPT]
+
+
+def _label(key: Key) -> str:
+    return f"{key[1]} (netns {key[0]})" if key[0] else key[1]

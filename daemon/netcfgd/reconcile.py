@@ -18,6 +18,7 @@ others.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -25,18 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from netcfg.apply.execute import ApplyResult, apply
-from netcfg.apply.hooks import HookSettings
+from netcfg.apply.hooks import HookSettings, PreUpDue
 from netcfg.kernel.ns import NetnsError
 from netcfg.kernel.read import KERNEL_ROUTE_PROTOCOLS
 from netcfg.kernel.session import KernelSession
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.model.tags import RTPROT_NETCFG
+from netcfg.plan import hooks as hook_plan
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import NETNS_ADD, NETNS_DEL
 from netcfg.plan.scope import Selection
 
-from netcfgd.hooks import NamespaceHooks
+from netcfgd.hooks import InterfaceHooks, NamespaceHooks
 from netcfgd.watch import NsidMap
 
 ENFORCE, REPORT = "enforce", "report"
@@ -67,6 +69,7 @@ class NamespaceStatus:
     last_reconcile: float | None = None   # wall clock
     gone_nsid: int | None = None      # deleted from outside: waiting for the kernel to free it
     gone_until: float | None = None
+    hooks: list[str] = field(default_factory=list)   # held interfaces, failed lines
 
     def to_json(self, now: float) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class NamespaceStatus:
             "error": self.error, "failures": self.failures,
             "retry_in_s": None if self.retry_at is None else round(max(0.0, self.retry_at - now), 3),
             "last_reconcile": self.last_reconcile,
+            "hooks": self.hooks,
         }
 
 
@@ -117,6 +121,8 @@ class Reconciler:
                  hook_settings: HookSettings | None = None):
         self.session = session
         self.hook_settings = hook_settings     # imperative lines, if-*.d scripts, their record
+        # ... which passes run beside the loop, never in it (netcfgd/hooks.py).
+        self.interface_hooks = InterfaceHooks(session.nsdir.path, log)
         self.log = log
         self.hooks = hooks or NamespaceHooks(log)
         self.desired: Model | None = None
@@ -172,6 +178,7 @@ class Reconciler:
                 self.configured.discard(name)
             self.nsids.drop(name)
         self.hooks.load(desired)
+        self.interface_hooks.load()
         return dropped
 
     def concerns(self, netns: str, kind: str, ifindex: int, name: str, origin: int = 0) -> bool:
@@ -280,10 +287,18 @@ class Reconciler:
             for t in (st.retry_at, st.gone_until):
                 if t is not None:
                     times[st.name] = min(times.get(st.name, t), t)
+        # Hooks running, or a hold to let go of: a look (poll) then, which
+        # passes over the namespaces it makes due.
+        check = self.interface_hooks.next_check()
+        if check is None and self.interface_hooks.due:
+            check = time.monotonic()
         if not times:
-            return None, []
+            return check, sorted(self.interface_hooks.due)
         first = min(times.values())
-        return first, [n for n, t in times.items() if t <= first + 0.01]
+        names = [n for n, t in times.items() if t <= first + 0.01]
+        if check is not None and check < first:
+            return check, sorted(self.interface_hooks.due)
+        return first, names
 
     # ---------------------------------------------------------------- passes
 
@@ -293,7 +308,14 @@ class Reconciler:
         started = time.monotonic()
         now = started if now is None else now
         full = dirty is None
-        wanted = set(self.status) if full else set(dirty) & set(self.status)
+        # What the hooks did meanwhile: a pre-up ended (its interface can come
+        # up now), a hold's retry came.
+        self.interface_hooks.keepalive = on_write
+        self.interface_hooks.poll()
+        due, self.interface_hooks.due = self.interface_hooks.due, set()
+        if not full and not dirty and not due:
+            return PassResult([])     # only a look at the hooks: not a pass
+        wanted = set(self.status) if full else (set(dirty) | due) & set(self.status)
         result = PassResult(sorted(wanted), full=full)
         ready = []
         for name in sorted(wanted):
@@ -341,9 +363,37 @@ class Reconciler:
                      if namespaces is not None else None)
         assert self.desired is not None and self.lowered is not None
         writing = self.lock is not None and not dry_run
-        with self.lock() if writing else contextlib.nullcontext():
+        if dry_run:
             return apply(self.desired, self.session, selection=selection, lowered=self.lowered,
-                         narrow=True, dry_run=dry_run, hooks=self.hook_settings)
+                         narrow=True, dry_run=True, hooks=self.hook_settings)
+        for _ in range(3):
+            settings = dataclasses.replace(self.hook_settings or HookSettings(),
+                                           deferred=self.interface_hooks,
+                                           held=self.interface_hooks.held_keys())
+            try:
+                with self.lock() if writing else contextlib.nullcontext():
+                    return apply(self.desired, self.session, selection=selection,
+                                 lowered=self._held_down(settings.held), narrow=True,
+                                 hooks=settings)
+            except PreUpDue as due:
+                # Nothing written: plan again with them held down; the
+                # worker runs their pre-up, a later pass brings them up.
+                self.interface_hooks.pre_up_started(due.fingerprints)
+        raise NetcfgError("the interfaces' pre-up lines kept changing under the pass")
+
+    def _held_down(self, held: frozenset) -> tuple[Model, Any]:
+        """The lowered config with ``held`` interfaces `link-down yes`: a pass
+        leaves them down (their pre-up runs, failed, or they loop: M1, M2)."""
+        assert self.lowered is not None
+        target, report = self.lowered
+        held = [k for k in held if k in target.interfaces]
+        if not held:
+            return self.lowered
+        interfaces = dict(target.interfaces)
+        for key in held:
+            obj = interfaces[key]
+            interfaces[key] = dataclasses.replace(obj, attrs={**obj.attrs, "link-down": True})
+        return dataclasses.replace(target, interfaces=interfaces), report
 
     def _enforce(self, names: list[str], everything: bool, result: PassResult) -> None:
         try:
@@ -362,6 +412,12 @@ class Reconciler:
     def _succeeded(self, names: list[str], outcome: ApplyResult, result: PassResult) -> None:
         wall = time.time()
         operations = outcome.plan.operations
+        if outcome.hook_runner is not None:
+            # Brought up again with its hooks: a repair, maybe of a loop (M1).
+            came = set(hook_plan.came_up(operations))
+            for key in outcome.hook_runner.plan.cycles:
+                if key in came:
+                    self.interface_hooks.repaired(key)
         result.requests += outcome.requests
         result.operations += len(operations)
         by_netns: dict[str, list[str]] = {}
@@ -435,16 +491,22 @@ class Reconciler:
         """One line for STATUS= and the log."""
         failing = sum(1 for st in self.status.values() if st.error)
         drifted = sum(1 for st in self.status.values() if st.drift)
+        held = len(self.interface_hooks.held)
         line = f"{len(self.status) - 1} namespaces, {self.objects()} objects"
         if failing:
             line += f"; {failing} failing"
+        if held:
+            line += f"; {held} interfaces held down by their hooks (netcfg status)"
         if drifted:
             line += f"; {drifted} drifted (report)"
         # Stable between passes: STATUS= is sent only when this changes.
-        return line + ("" if failing or drifted else "; in sync")
+        return line + ("" if failing or drifted or held else "; in sync")
 
     def status_json(self) -> dict[str, Any]:
         now = time.monotonic()
+        self.interface_hooks.poll()
+        for st in self.status.values():
+            st.hooks = self.interface_hooks.status_lines(st.name)
         return {
             "namespaces": [st.to_json(now) for _, st in sorted(self.status.items())],
             "objects": self.objects(),

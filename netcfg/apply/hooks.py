@@ -75,9 +75,10 @@ class PreUpDue(Exception):
     the ones that cycle) is handed to the worker, and the pass is to be
     planned again with them held down (``keys``). Raised before any write."""
 
-    def __init__(self, keys: list[Key]):
-        super().__init__(", ".join(_name(k) for k in keys))
-        self.keys = keys
+    def __init__(self, fingerprints: dict[Key, str]):
+        super().__init__(", ".join(_name(k) for k in fingerprints))
+        self.fingerprints = fingerprints     # what each pre-up ran for
+        self.keys = list(fingerprints)
 
 
 class Deferred(Protocol):
@@ -320,7 +321,7 @@ class Hooks:
             self._mark_pending(key)
             self._phases(self.stanzas[key], "up", ("pre-up",), stop_on_failure=True)
         self.save()
-        raise PreUpDue(due)
+        raise PreUpDue({k: self.stanzas[k].fingerprint() for k in due})
 
     # -- what the plan says
 

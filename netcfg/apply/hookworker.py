@@ -95,6 +95,10 @@ class HookWorker:
         for job in jobs:
             self._queues.setdefault(job.key, collections.deque()).append(job)
 
+    def drop(self, key: Key) -> None:
+        """Forget what waits for ``key`` (a failed pre-up's later lines)."""
+        self._queues.pop(key, None)
+
     def busy(self, key: Key | None = None) -> bool:
         if key is None:
             return bool(self._running or self._queues)
