@@ -1,7 +1,7 @@
 """ifupdown2's ethtool link modes at the edge: a link-set of a physical
 port's link-speed / link-duplex / link-autoneg becomes one
 ETHTOOL_MSG_LINKMODES_SET in the port's namespace, after the batch's
-rtnetlink requests (netcfg/kernel/ethtool.py; never `ethtool -s`).
+rtnetlink requests (kernel/ethtool.py, through pyroute2; never `ethtool -s`).
 
 A refusal (a driver without link settings answers EOPNOTSUPP, a speed it
 cannot do EINVAL) is a refusal of the operation, so the apply is reverted
@@ -11,23 +11,21 @@ and the message names the attribute's line (apply/refusal.py).
 from __future__ import annotations
 
 from netcfg.apply.refusal import Refused
-from netcfg.kernel.ethtool import set_link_modes
+from netcfg.kernel.ethtool import LinkModes, set_link_modes
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.session import KernelSession
-from netcfg.kinds.physical import AUTONEG, DUPLEX, ETHTOOL_ATTRIBUTES, SPEED
-from netcfg.netlink.ethtool import LinkModes
+from netcfg.kinds.physical import AUTONEG, DUPLEX, SPEED
 from netcfg.plan.ops import LINK_SET, Operation
 
 
 def configure(op: Operation, session: KernelSession) -> int:
-    """Send the ethtool part of a link-set; returns the requests sent (0
-    when the op has none)."""
-    if op.action != LINK_SET or not any(a in op.params for a in ETHTOOL_ATTRIBUTES):
+    """Send the ethtool part of a link-set (apply/genl.py calls it when the
+    op has some); returns the requests sent."""
+    if op.action != LINK_SET:
         return 0
     params = op.params
     modes = LinkModes(params.get(AUTONEG), params.get(SPEED), params.get(DUPLEX))
     try:
-        return set_link_modes(session.genl_socket(op.netns), op.netns, op.name, modes,
-                              session.link_modes, tag=op)
+        return set_link_modes(session.genl, op.netns, op.name, modes, tag=op)
     except NetlinkError as e:
         raise Refused(op, e) from None

@@ -31,7 +31,7 @@ import errno
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from netcfg.apply import dhcp, ethtool, ovs, wireguard
+from netcfg.apply import dhcp, genl, ovs
 from netcfg.apply.hooks import Hooks, HookSettings
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
@@ -154,8 +154,9 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
     with gc_paused():
         target, lowering = lowered if lowered is not None else lower(desired,
                                                                      enabled=lower_enabled)
-        # Key files read, as public keys the diff compares (apply/wireguard.py).
-        target = wireguard.resolve(target, session)
+        # What only the edge may read (wireguard key files, as the public
+        # keys the diff compares): apply/genl.py.
+        target = genl.prepare(target, session)
         purge = {n for n, o in target.namespaces.items() if o.attrs.get("purge")}
         if selection:
             # Purge is a namespace's: only when whole namespaces are applied.
@@ -464,9 +465,9 @@ def _transact(netns: str, ops: list[Operation], session: KernelSession,
     sent = len(requests)
     for op in ops:   # after: a device made by this batch has its sysctls only now
         _sysctls(op, session)
-        # and its generic netlink settings (a wireguard device's keys and peers)
-        sent += wireguard.configure(op, session)
-        sent += ethtool.configure(op, session)   # a port's link modes
+        # and its generic netlink settings (a wireguard device's keys and
+        # peers, a port's link modes: apply/genl.py)
+        sent += genl.configure(op, session)
     return sent
 
 

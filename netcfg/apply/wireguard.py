@@ -8,10 +8,11 @@ Two steps the pure planner cannot take:
   ``wireguard-public-key``, the public key of the key read. The kernel gives
   the public key back (WGDEVICE_A_PUBLIC_KEY), so the diff compares public
   keys like any attribute and a plan never carries a secret; the private
-  key waits in ``session.wireguard`` for the write.
+  key waits in the session (kernel/wireguard.keys) for the write.
 - ``configure(op, session)``, after the batch that made or changed the
   device: one WG_CMD_SET_DEVICE (more for thousands of peers) in the
-  device's namespace, with WGDEVICE_F_REPLACE_PEERS when the peers changed.
+  device's namespace, with WGDEVICE_F_REPLACE_PEERS when the peers changed,
+  through pyroute2 (kernel/wireguard.py).
 
 A revert sets back the public key a device had: its private key was read
 back with it (GET_DEVICE hands it to CAP_NET_ADMIN), so it is known too.
@@ -24,11 +25,11 @@ import dataclasses
 from netcfg.apply.secrets import read_private_file
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.session import KernelSession
-from netcfg.kinds.wireguard import (FWMARK, GENL_ATTRIBUTES, LISTEN_PORT, PEER,
-                                    PRIVATE_KEY_FILE, PUBLIC_KEY, key_bytes, key_text, parse_peer)
+from netcfg.kernel.wireguard import DeviceConfig, keys, set_device
+from netcfg.kinds.wireguard import (FWMARK, LISTEN_PORT, PEER, PRIVATE_KEY_FILE, PUBLIC_KEY,
+                                    key_bytes, key_text, parse_peer, public_key)
 from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, NetcfgError
 from netcfg.model.model import Model
-from netcfg.netlink.wireguard import WG_GENL_NAME, DeviceConfig, public_key, set_device
 from netcfg.plan.ops import LINK_ADD, LINK_SET, Operation
 
 KIND = "wireguard"
@@ -67,9 +68,10 @@ def resolve(model: Model, session: KernelSession) -> Model:
     if not devices:
         return model
     interfaces = dict(model.interfaces)
+    known = keys(session.genl)
     for obj in devices:
         peers = [parse_peer(text) for text in obj.attrs.get(PEER, ())]
-        session.wireguard.endpointless[obj.key] = frozenset(
+        known.endpointless[obj.key] = frozenset(
             p.public_key for p in peers if not p.endpoint)
         path = obj.attrs.get(PRIVATE_KEY_FILE)
         if path is None:
@@ -87,7 +89,7 @@ def resolve(model: Model, session: KernelSession) -> Model:
             raise KeyFileError(f"{what}: the key in {path} is the private half of peer "
                                f"{public}; a device cannot be its own peer. Use another key "
                                f"file, or remove that peer")
-        session.wireguard.private[public] = private
+        known.private[public] = private
         attrs = {a: v for a, v in obj.attrs.items() if a != PRIVATE_KEY_FILE}
         attrs[PUBLIC_KEY] = public
         interfaces[obj.key] = dataclasses.replace(obj, attrs=attrs)
@@ -96,8 +98,9 @@ def resolve(model: Model, session: KernelSession) -> Model:
 
 def configure(op: Operation, session: KernelSession) -> int:
     """Send the generic netlink part of a link-add / link-set of a wireguard
-    device; returns the requests sent (0 when the op has none)."""
-    if op.action not in (LINK_ADD, LINK_SET) or not any(a in op.params for a in GENL_ATTRIBUTES):
+    device (apply/genl.py calls it when the op has some); returns the
+    requests sent."""
+    if op.action not in (LINK_ADD, LINK_SET):
         return 0
     params = op.params
     config = DeviceConfig(op.name)
@@ -105,7 +108,7 @@ def configure(op: Operation, session: KernelSession) -> int:
         config.private_key = read_key_file(params[PRIVATE_KEY_FILE], f"{op.name}: "
                                            f"{PRIVATE_KEY_FILE}")
     elif params.get(PUBLIC_KEY):
-        config.private_key = session.wireguard.private.get(params[PUBLIC_KEY])
+        config.private_key = keys(session.genl).private.get(params[PUBLIC_KEY])
         if config.private_key is None:
             raise WireguardError(f"{op.describe()}: netcfg has no private key for public key "
                                  f"{params[PUBLIC_KEY]}; write {PRIVATE_KEY_FILE} (a device's "
@@ -116,9 +119,7 @@ def configure(op: Operation, session: KernelSession) -> int:
         config.fwmark = params[FWMARK] or 0
     if PEER in params:
         config.peers = [parse_peer(text) for text in params[PEER] or ()]
-    messages = set_device(config)
     try:
-        session.genl_socket(op.netns).transact(WG_GENL_NAME, messages, tag=op)
+        return set_device(session.genl, op.netns, config, tag=op)
     except NetlinkError as e:
         raise WireguardError(f"{op.describe()}: WG_CMD_SET_DEVICE: {e}") from None
-    return len(messages)

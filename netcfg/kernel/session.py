@@ -12,9 +12,8 @@ import resource
 import socket
 from typing import Any, Callable, Collection, Iterable
 
-from netcfg.kernel.genl import (NETLINK_GENERIC, GenlSocket, WireguardKeys, has_wireguard,
-                                read_wireguard)
-from netcfg.kernel.ethtool import LinkModesSent, has_physical, read_link_modes
+from netcfg.kernel.genl import NETLINK_GENERIC, GenlSockets
+from netcfg.kernel.genl_families import read_genl_state
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
@@ -41,10 +40,9 @@ class KernelSession:
         self.switcher = NetnsSwitcher()
         self.handles: dict[str, Netns] = {}
         self.sockets: dict[str, RtnlSocket] = {}
-        # Generic netlink sockets, opened where a namespace has a wireguard device.
-        self.genl_sockets: dict[str, GenlSocket] = {}
-        self.wireguard = WireguardKeys()
-        self.link_modes = LinkModesSent()   # kernel/ethtool.py
+        # Generic netlink (pyroute2) sockets, opened in a namespace only when
+        # one of its devices has such state (kernel/genl_families.py).
+        self.genl = GenlSockets(self._genl_raw_socket)
         # Open vSwitch's database connection (apply/ovs.py), opened when a
         # config has OVS objects.
         self.ovsdb: Any = None
@@ -92,27 +90,19 @@ class KernelSession:
                     left.close()
                 raise
 
-    def genl_socket(self, name: str) -> GenlSocket:
-        """A NETLINK_GENERIC socket inside namespace ``name``, made once."""
-        if name not in self.genl_sockets:
-            raw, = self.switcher.sockets_in([self.netns(name)], socket.AF_NETLINK,
-                                            socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                                            NETLINK_GENERIC)
-            try:
-                self.genl_sockets[name] = GenlSocket(raw)
-            except BaseException:
-                raw.close()
-                raise
-        return self.genl_sockets[name]
+    def _genl_raw_socket(self, name: str) -> socket.socket:
+        """A NETLINK_GENERIC socket made inside namespace ``name`` (a datagram
+        socket: pyroute2's event loop takes no other), for self.genl."""
+        raw, = self.switcher.sockets_in([self.netns(name)], socket.AF_NETLINK,
+                                        socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, NETLINK_GENERIC)
+        return raw
 
     def forget(self, name: str) -> None:
         """A namespace was deleted: drop its socket and handle."""
         sock = self.sockets.pop(name, None)
         if sock is not None:
             sock.close()
-        genl = self.genl_sockets.pop(name, None)
-        if genl is not None:
-            genl.close()
+        self.genl.forget(name)
         handle = self.handles.pop(name, None)
         if handle is not None:
             handle.close()
@@ -131,13 +121,10 @@ class KernelSession:
         model, states = read_model({n: self.socket(n) for n in wanted},
                                    netns_fds={n: self.netns(n).fd for n in wanted},
                                    foreign_routes=foreign_routes)
-        # Generic netlink state (wireguard keys and peers) of the devices
-        # that have it: one GET_DEVICE dump per device, none elsewhere.
-        for netns, state in states.items():
-            if has_wireguard(state):
-                read_wireguard(self.genl_socket(netns), state, self.wireguard)
-            if has_physical(state):   # NICs' speed, duplex, autoneg (ethtool netlink)
-                read_link_modes(self.genl_socket(netns), state, self.link_modes)
+        # Generic netlink state (wireguard keys and peers, NICs' link modes)
+        # of the devices that have it; nothing is asked elsewhere.
+        for state in states.values():
+            read_genl_state(self.genl, state)
         self.states.update(states)
         return model
 
@@ -233,8 +220,7 @@ class KernelSession:
     def close(self) -> None:
         for name in list(self.sockets):
             self.sockets.pop(name).close()
-        for name in list(self.genl_sockets):
-            self.genl_sockets.pop(name).close()
+        self.genl.close()
         for name in list(self.handles):
             self.handles.pop(name).close()
         self.switcher.close()

@@ -2,9 +2,11 @@
 sandbox can go: neither this host's kernel nor Debian's 6.12 has netdevsim,
 and a veth has link settings to read but none to change.
 
-Proved here: LINKMODES_GET through the "ethtool" generic netlink family reads
-a veth's modes as `ethtool` prints them (10000 Mb/s, full, autoneg off), and
-a LINKMODES_SET the driver refuses fails the apply at the attribute's line.
+Proved here: LINKMODES_GET through the "ethtool" generic netlink family
+(pyroute2, on a socket made inside the session's namespace) reads a veth's
+modes as `ethtool` prints them (10000 Mb/s, full, autoneg off), in the root
+namespace and in a named one, and a LINKMODES_SET the driver refuses fails
+the apply at the attribute's line.
 Not proved (no device that takes a change): that a SET is read back changed.
 """
 
@@ -18,7 +20,7 @@ import pytest
 from netcfg.apply import ethtool as apply_ethtool
 from netcfg.apply.refusal import Refused, explain
 from netcfg.compile.pipeline import ConfigSource, compile_config
-from netcfg.kernel.ethtool import LinkModesSent, read_link_modes
+from netcfg.kernel.ethtool import LinkModesReader
 from netcfg.kernel.read import NamespaceState
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, ConfigObject
@@ -47,9 +49,31 @@ def _as_physical(session, name: str) -> NamespaceState:
 
 def test_linkmodes_get_reads_what_ethtool_prints(session, veth):
     state = _as_physical(session, veth)
-    assert read_link_modes(session.genl_socket(""), state, LinkModesSent()) == 1
+    assert LinkModesReader().read(session.genl, state) == 1
     attrs = state.interfaces[veth].attrs
     assert attrs == {"link-speed": 10000, "link-duplex": "full", "link-autoneg": False}
+
+
+def test_a_port_in_a_namespace_is_asked_there(session, netns_dir):
+    """The socket is opened inside the port's namespace: eth31 exists only
+    there, so a socket anywhere else could not read it (ENODEV) or set it."""
+    netns_dir.create("ethns").close()
+    try:
+        subprocess.run(["nsenter", f"--net={netns_dir.path}/ethns", "ip", "link", "add",
+                        "eth31", "type", "veth", "peer", "name", "eth31p"], check=True)
+        session.read(["ethns"])
+        state = session.states["ethns"]
+        ifindex = state.ifindex["eth31"]
+        state.interfaces["eth31"] = ConfigObject(section=IFACE, name="eth31", kind="physical",
+                                                 netns="ethns", attrs={},
+                                                 loc=SourceLocation("<kernel>", ifindex))
+        assert LinkModesReader().read(session.genl, state) == 1
+        assert state.interfaces["eth31"].attrs["link-speed"] == 10000
+        op = Operation(LINK_SET, "ethns", "eth31", params={"link-speed": 1000})
+        with pytest.raises(Refused, match="EOPNOTSUPP|not supported"):
+            apply_ethtool.configure(op, session)
+    finally:
+        session.forget("ethns")
 
 
 def test_a_refused_set_fails_at_the_attributes_line(session, veth, tmp_path):

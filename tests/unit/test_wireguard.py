@@ -1,7 +1,8 @@
-"""The wireguard kind's pure parts: peer lines, X25519, the generic netlink
-codec (SET_DEVICE encoded, then decoded as GET_DEVICE would give it back),
-and the encode dispatch that leaves the genl part to the applier.
-The kernel's side is tests/vm/test_vm_wireguard.py."""
+"""The wireguard kind's pure parts: peer lines, X25519, the messages
+kernel/wireguard.py builds with pyroute2's ``wgmsg`` (SET_DEVICE encoded by
+pyroute2, decoded by it again and read as GET_DEVICE would give it back), a
+real kernel answer decoded, and the encode dispatch that leaves the genl
+part to the applier. The kernel's side is tests/vm/test_vm_wireguard.py."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ import struct
 
 import pytest
 
-from netcfg.kinds.wireguard import Peer, key_bytes, key_text, parse_peer
-from netcfg.netlink import genl
+from pyroute2.netlink.generic.wireguard import wgmsg
+
+from netcfg.kernel.wireguard import (MAX_MESSAGE, WG_CMD_SET_DEVICE, WGDEVICE_F_REPLACE_PEERS,
+                                     DeviceConfig, device_attributes, parse_device,
+                                     set_device_messages)
+from netcfg.kinds.genl import genl_attributes
+from netcfg.kinds.wireguard import GENL_ATTRIBUTES, Peer, key_bytes, key_text, parse_peer, public_key
 from netcfg.netlink.encode import StaticContext, encode
 from netcfg.netlink.nlmsg import IFLA_IFNAME, IFLA_INFO_DATA, IFLA_INFO_KIND, IFLA_LINKINFO, \
-    IFINFOMSG, RTM_NEWLINK, attr_str, parse_attrs, rtattr, rtattr_str
-from netcfg.netlink.wireguard import (MAX_MESSAGE, WG_CMD_SET_DEVICE, WGDEVICE_A_PUBLIC_KEY,
-                                      WGDEVICE_F_REPLACE_PEERS, WGDEVICE_A_FLAGS, DeviceConfig,
-                                      device_attributes, parse_device, public_key, remove_peer,
-                                      set_device)
+    IFINFOMSG, RTM_NEWLINK, attr_str, parse_attrs
 from netcfg.plan.ops import LINK_ADD, LINK_SET, Operation
 
 K1 = "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg="
@@ -65,11 +67,30 @@ def test_key_must_be_canonical_base64_of_32_bytes():
         key_bytes("AAAA")
 
 
-def _as_get_reply(messages: list[bytes], public: bytes | None = None) -> list[bytes]:
-    """A SET_DEVICE's messages are laid out as GET_DEVICE answers them
-    (genl header, WGDEVICE_A_*, nests of WGPEER_A_*), less the public key."""
-    extra = rtattr(WGDEVICE_A_PUBLIC_KEY, public) if public else b""
-    return [m + extra for m in messages]
+FAMILY_ID = 27   # any: the family's id is the kernel's choice
+
+
+def _on_the_wire(messages) -> list[bytes]:
+    """pyroute2's encoding of each message, as sendmsg would carry it."""
+    out = []
+    for msg in messages:
+        msg["header"]["type"] = FAMILY_ID
+        msg.encode()
+        out.append(bytes(msg.data))
+    return out
+
+
+def _decoded(datagrams: list[bytes], public: bytes | None = None) -> list:
+    """Datagrams decoded by pyroute2's wgmsg, as GET_DEVICE's answer comes
+    (with the device's public key, which SET_DEVICE does not carry)."""
+    decoded = []
+    for data in datagrams:
+        msg = wgmsg(data)
+        msg.decode()
+        if public is not None:
+            msg["attrs"].append(("WGDEVICE_A_PUBLIC_KEY", key_text(public).encode()))
+        decoded.append(msg)
+    return decoded
 
 
 def test_set_device_then_read_back_round_trip():
@@ -77,12 +98,12 @@ def test_set_device_then_read_back_round_trip():
     peers = [parse_peer(f"{K1} allowed-ips 10.9.0.2/32,fd09::2/128 endpoint 192.0.2.2:51820 "
                         f"persistent-keepalive 25"),
              parse_peer(f"{K2} allowed-ips 10.9.1.0/24 endpoint [2001:db8::1]:4500")]
-    messages = set_device(DeviceConfig("wg0", private, 51820, 81, peers))
+    messages = set_device_messages(DeviceConfig("wg0", private, 51820, 81, peers))
     assert len(messages) == 1
-    assert genl.command(messages[0]) == WG_CMD_SET_DEVICE
-    flags = genl_attr(messages[0], WGDEVICE_A_FLAGS)
-    assert struct.unpack("=I", flags)[0] == WGDEVICE_F_REPLACE_PEERS
-    device = parse_device(_as_get_reply(messages, public_key(private)))
+    decoded, = _decoded(_on_the_wire(messages), public_key(private))
+    assert decoded["cmd"] == WG_CMD_SET_DEVICE
+    assert decoded.get_attr("WGDEVICE_A_FLAGS") == WGDEVICE_F_REPLACE_PEERS
+    device = parse_device([decoded])
     assert (device.ifname, device.private_key, device.listen_port, device.fwmark) == \
         ("wg0", private, 51820, 81)
     assert device.peers == peers
@@ -94,40 +115,29 @@ def test_set_device_then_read_back_round_trip():
     assert f"{K2} allowed-ips 10.9.1.0/24" in learned["wireguard-peer"]
 
 
-def genl_attr(payload: bytes, attr: int) -> bytes:
-    return bytes(dict(genl.iter_attrs(payload, 4))[attr])
-
-
 def test_many_peers_are_cut_into_messages_and_merged_back():
     peers = [Peer(key_text(i.to_bytes(2, "big") * 16), (f"10.{i >> 8}.{i & 255}.0/24",))
              for i in range(1, 1500)]
-    messages = set_device(DeviceConfig("wg0", peers=peers))
-    assert len(messages) > 1 and all(len(m) <= MAX_MESSAGE + 200 for m in messages)
+    datagrams = _on_the_wire(set_device_messages(DeviceConfig("wg0", peers=peers)))
+    assert len(datagrams) > 1 and all(len(d) <= MAX_MESSAGE for d in datagrams)
+    decoded = _decoded(datagrams)
     # Only the first replaces the peer set; the others add to it.
-    assert WGDEVICE_A_FLAGS in dict(genl.iter_attrs(messages[0], 4))
-    assert all(WGDEVICE_A_FLAGS not in dict(genl.iter_attrs(m, 4)) for m in messages[1:])
-    assert sorted(parse_device(messages).peers) == sorted(peers)
+    assert decoded[0].get_attr("WGDEVICE_A_FLAGS") == WGDEVICE_F_REPLACE_PEERS
+    assert all(m.get_attr("WGDEVICE_A_FLAGS") is None for m in decoded[1:])
+    assert sorted(parse_device(decoded).peers) == sorted(peers)
 
 
 def test_no_peers_given_leaves_them_alone_and_empty_replaces_all():
-    untouched, = set_device(DeviceConfig("wg0", listen_port=1))
-    assert WGDEVICE_A_FLAGS not in dict(genl.iter_attrs(untouched, 4))
-    emptied, = set_device(DeviceConfig("wg0", peers=[]))
-    assert WGDEVICE_A_FLAGS in dict(genl.iter_attrs(emptied, 4))
-    assert parse_device([remove_peer("wg0", key_bytes(K1))]).peers == [Peer(K1)]
+    untouched, = _decoded(_on_the_wire(set_device_messages(DeviceConfig("wg0", listen_port=1))))
+    assert untouched.get_attr("WGDEVICE_A_FLAGS") is None
+    assert untouched.get_attr("WGDEVICE_A_PEERS") is None
+    emptied, = _decoded(_on_the_wire(set_device_messages(DeviceConfig("wg0", peers=[]))))
+    assert emptied.get_attr("WGDEVICE_A_FLAGS") == WGDEVICE_F_REPLACE_PEERS
+    assert not emptied.get_attr("WGDEVICE_A_PEERS")
 
 
-def test_genl_family_lookup_codec():
-    request = genl.getfamily("wireguard")
-    assert genl.command(request) == genl.CTRL_CMD_GETFAMILY
-    names = dict(genl.iter_attrs(request, 4))
-    assert attr_str(names[genl.CTRL_ATTR_FAMILY_NAME]) == "wireguard"
-    reply = genl.genlmsg(genl.CTRL_CMD_NEWFAMILY, 2,
-                         rtattr_str(genl.CTRL_ATTR_FAMILY_NAME, "wireguard")
-                         + rtattr(genl.CTRL_ATTR_FAMILY_ID, struct.pack("=H", 27)))
-    assert genl.family_id(reply) == ("wireguard", 27)
-    with pytest.raises(ValueError):
-        list(genl.iter_attrs(b"\x40\x00\x01\x00"))   # a length past its container
+def test_the_kind_declares_its_generic_netlink_attributes():
+    assert set(GENL_ATTRIBUTES) <= genl_attributes()
 
 
 def test_encode_creates_the_device_and_leaves_genl_params_to_the_applier():
@@ -162,7 +172,8 @@ CAPTURED_GET_DEVICE = bytes.fromhex(
 
 
 def test_a_captured_kernel_answer_decodes():
-    device = parse_device([CAPTURED_GET_DEVICE])
+    header = struct.pack("=IHHII", 16 + len(CAPTURED_GET_DEVICE), FAMILY_ID, 2, 1, 0)
+    device = parse_device(_decoded([header + CAPTURED_GET_DEVICE]))
     assert (device.ifname, device.listen_port, device.fwmark) == ("wg0", 51821, 7)
     # Our X25519 agrees with the kernel's on the key pair it holds.
     assert public_key(device.private_key) == device.public_key

@@ -1,0 +1,45 @@
+"""The applier's side of the kinds with generic netlink state (kinds/genl.py).
+
+Before the diff, ``prepare`` lets each such kind turn what the config
+writes into what the kernel reads back (wireguard: a key file into its
+public key). After each batch, ``configure`` hands an operation that
+carries a kind's generic netlink attributes to that kind's configurer,
+which sends them through pyroute2 in the device's namespace (the device
+exists only now). execute.py calls these two and names no kind.
+
+A new generic-netlink kind adds its configurer (and, if it needs one, its
+preparer) here; execute.py does not change.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from netcfg.apply import ethtool, wireguard
+from netcfg.kernel.session import KernelSession
+from netcfg.kinds.genl import genl_kinds
+from netcfg.model.model import Model
+from netcfg.plan.ops import Operation
+
+# Kind name -> sends an operation's generic netlink part; returns the requests sent.
+CONFIGURERS: dict[str, Callable[[Operation, KernelSession], int]] = {
+    "wireguard": wireguard.configure,
+    "physical": ethtool.configure,
+}
+# Model -> model, before the diff (reads what only the edge may read).
+PREPARERS: tuple[Callable[[Model, KernelSession], Model], ...] = (wireguard.resolve,)
+
+
+def prepare(model: Model, session: KernelSession) -> Model:
+    for preparer in PREPARERS:
+        model = preparer(model, session)
+    return model
+
+
+def configure(op: Operation, session: KernelSession) -> int:
+    """The generic netlink requests of ``op``, sent; 0 when it has none."""
+    sent = 0
+    for name, kind in genl_kinds().items():
+        if any(a in op.params for a in kind.genl_attributes):
+            sent += CONFIGURERS[name](op, session)
+    return sent
