@@ -161,6 +161,7 @@ class InterfaceHooks:
                    f"taken down again each time while or just after its hooks ran; netcfgd "
                    f"leaves it down and stops running its hooks until a reload or an apply")
             self.held[key] = Hold(why)
+            self.worker.drop(key)     # this last repair's up lines: not again
             self._problem(key, why)
             self.log.error(f"{_label(key)}: {why}", extra={"NETCFG_NETNS": key[0]})
             del self._repairs[key]

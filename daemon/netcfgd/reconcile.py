@@ -291,7 +291,7 @@ class Reconciler:
         # passes over the namespaces it makes due.
         check = self.interface_hooks.next_check()
         if check is None and self.interface_hooks.due:
-            check = time.monotonic()
+            check = 0.0     # due now (a fixed past time: see next_check)
         if not times:
             return check, sorted(self.interface_hooks.due)
         first = min(times.values())

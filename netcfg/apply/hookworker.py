@@ -90,6 +90,7 @@ class HookWorker:
     _queues: dict[Key, collections.deque] = field(default_factory=dict)
     _running: dict[Key, _Running] = field(default_factory=dict)
     _prefix: list[str] = field(default_factory=pdeathsig_prefix)
+    _polled: float = float("-inf")
 
     def submit(self, jobs: Iterable[Job]) -> None:
         for job in jobs:
@@ -105,11 +106,13 @@ class HookWorker:
         return key in self._running or key in self._queues
 
     def next_check(self) -> float | None:
-        return self.clock() + POLL_S if self.busy() else None
+        """When poll() is due (a fixed time: a loop that asks again must not
+        see it move away)."""
+        return self._polled + POLL_S if self.busy() else None
 
     def poll(self) -> list[Finished]:
         ended = []
-        now = self.clock()
+        now = self._polled = self.clock()
         for key, running in list(self._running.items()):
             code = running.child.poll()
             if code is None and now - running.started >= self.timeout_s:
