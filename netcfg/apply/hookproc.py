@@ -15,28 +15,36 @@ itself only; its background children live on, as under ifupdown2.
 
 A command that runs past its time limit is killed with its process group
 (it runs in a session of its own), and reported as timed out. It is also
-killed when this process dies (hookworker.pdeathsig_prefix), and runs
-with umask 022 (hookworker.HOOK_UMASK). netcfgd does not call this: its
+killed when this process dies (pdeathsig_prefix), and runs
+with umask 022 (HOOK_UMASK). netcfgd does not call this: its
 passes hand commands to a HookWorker (hookworker.py) and never wait.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
 
+# Hooks get the umask ifupdown2's run under (a shell's), not netcfgd's
+# UMask=0077: a `post-up` that writes a file others read keeps working.
+HOOK_UMASK = 0o022
 TIMED_OUT = -1000      # the exit status said for a command killed at its time limit
 NOT_STARTED = 127
+
+
+def pdeathsig_prefix() -> list[str]:
+    """The argv prefix that kills a hook when its starter dies, if setpriv is here."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 def run_hook(argv: list[str], env: dict[str, str], *, netns: str, netns_dir: str,
              timeout_s: float) -> tuple[int, str]:
     """(exit status, output: stdout and stderr together). Negative statuses
     are signals; TIMED_OUT a kill at ``timeout_s``; NOT_STARTED: cannot exec."""
-    from netcfg.apply.hookworker import HOOK_UMASK, pdeathsig_prefix
-
     if netns:
         argv = ["nsenter", f"--net={os.path.join(netns_dir, netns)}", "--", *argv]
     with tempfile.TemporaryFile() as output:

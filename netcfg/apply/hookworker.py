@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -34,19 +33,10 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable
 
-from netcfg.apply.hookproc import NOT_STARTED, TIMED_OUT
+from netcfg.apply.hookproc import HOOK_UMASK, NOT_STARTED, TIMED_OUT, pdeathsig_prefix
 
 Key = tuple[str, str]
 POLL_S = 0.05          # how often a loop looks at running hooks
-# Hooks get the umask ifupdown2's run under (a shell's), not netcfgd's
-# UMask=0077: a `post-up` that writes a file others read keeps working.
-HOOK_UMASK = 0o022
-
-
-def pdeathsig_prefix() -> list[str]:
-    """The argv prefix that kills a hook when its starter dies, if setpriv is here."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 @dataclass
