@@ -40,7 +40,7 @@ from netcfg.cli.client import socket_path
 from netcfg.cli.common import add_template_path_option
 from netcfg.compile.pipeline import (DEFAULT_CONFIG, IFUPDOWN2_TEMPLATES, STDIN, ConfigSource,
                                      compile_config)
-from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, render_timeout_from_env
+from netcfg.compile.renderlimit import DEFAULT_RENDER_TIMEOUT_S, render_timeout_from_env
 from netcfg.kernel.events import EVENT_RCVBUF, EventSocket, EventsLost
 from netcfg.kernel.ns import DEFAULT_RUN_DIR as NETNS_RUN_DIR
 from netcfg.kernel.session import KernelSession
@@ -57,7 +57,8 @@ from netcfgd.hooks import NamespaceHooks
 from netcfgd.notify import Notifier
 from netcfgd.reconcile import Reconciler
 from netcfgd.storage import StorageHooks
-from netcfgd.trial import CONFIRMED, REVERT_FAILED, REVERTED, Trial, Trials
+from netcfgd.trial import (CONFIRMED, REVERT_FAILED, REVERTED, Trial, Trials, forget_cli_trial,
+                           refused_by_a_cli_trial, wait_for_cli_trial)
 from netcfgd.watch import NetnsDirWatch, classify
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -106,6 +107,9 @@ class Daemon:
         self.started_at = time.time()
         self.run_dir = options.run_dir or run_dir()
         self.trials = Trials(self.run_dir)
+        # Where the enforced config came from when it is not self.source's
+        # path (an apply of stdin's text): status names it (trial.py).
+        self.enforced_from = ""
         # Hooks (netcfg/apply/hooks.py): the record beside the apply lock, shared
         # with `netcfg apply` and the ifupdown commands; if-*.d scripts when asked.
         self.hook_settings = HookSettings(scripts_dir=options.network_dir,
@@ -137,12 +141,20 @@ class Daemon:
         left = self._left_by_a_trial()
         compiled = left[0] if left else compile_config(self.source)
         self._loaded(compiled, lower_enabled=left[1] if left else self.options.lower_enabled)
+        # One owner at a time: a CLI `apply --confirm` under way ends first
+        # (the control socket is not open yet, so `netcfg confirm` reaches it),
+        # and a config its trial reverted is not enforced (trial.py).
+        wait_for_cli_trial(self.run_dir, self.log, self.notifier.ping, self.notifier.status)
+        refused = refused_by_a_cli_trial(self.run_dir, self.reconciler.desired)
+        if refused is not None:
+            raise NetcfgError(refused)
         self.control = ControlServer(socket_path(self.run_dir))
         self.reconciler.remove_half_made()
         self.reconciler.map_nsids()
         self.notifier.status("first reconcile")
         self.run_pass(None)
-        self.trials.forget_left_over()
+        self.trials.reverted_at_start()
+        forget_cli_trial(self.run_dir)
         self._freeze_heap()
         self.ready = True
         self.notifier.ready(self.reconciler.summary())
@@ -193,6 +205,7 @@ class Daemon:
         self.reconciler.hook_settings = self.hook_settings.with_config(compiled)
         self.config_errors = []
         self.config_loaded_at = time.time()
+        self.enforced_from = ""
 
     def close(self) -> None:
         if self.reconciler is not None:
@@ -290,6 +303,8 @@ class Daemon:
                         f"{n or 'host'}:{','.join(sorted(o))}" for n, o in objects.items()))
                     self.run_pass(namespaces)
         self.notifier.stopping()
+        if self.trials.current is not None:   # nobody can confirm it once we are gone
+            self.end_trial("netcfgd was stopped during the trial, before `netcfg confirm`")
         self.log.info("stopping; the network is left as it is")
 
     def run_pass(self, namespaces: set[str] | list[str] | None) -> None:
@@ -523,6 +538,8 @@ class Daemon:
         self.config_loaded_at = time.time()
         if source.stdin_text is None:
             self.source = source
+        self.enforced_from = ("" if source.stdin_text is None
+                              else f"stdin of the apply of pid {client_pid}")
         self.reconciler.map_nsids()
         if desired.volumes or desired.targets or getattr(self.reconciler.hooks, "service", None):
             # Serve (or stop) the storage it asks for now, so the apply can
@@ -532,7 +549,7 @@ class Daemon:
         trial = None
         if confirm is not None and result.plan.batches:
             trial = self.trials.begin(result, previous, previous_source, previous_lower,
-                                      confirm, client_pid)
+                                      confirm, client_pid, self.trials.digest(desired))
             self.log.info(f"apply of pid {client_pid} on trial: reverted in {confirm:g} s "
                           f"unless `netcfg confirm` comes")
         elif confirm is not None:
@@ -561,6 +578,7 @@ class Daemon:
             state, message = REVERT_FAILED, str(e)
         self.reconciler.load(trial.previous, trial.previous_lower)
         self.source = trial.previous_source
+        self.enforced_from = ""
         self.reconciler.map_nsids()
         self.trials.end(state, message)
         (self.log.warning if state == REVERTED else self.log.error)(
@@ -575,6 +593,8 @@ class Daemon:
         return {
             "daemon": {"pid": os.getpid(), "version": __version__, "ready": self.ready,
                        "started_at": self.started_at, "config": self.source.path,
+                       "config_from": self.enforced_from or self.source.path,
+                       "config_sha256": self.trials.digest(self.reconciler.desired),
                        "config_loaded_at": self.config_loaded_at,
                        "config_errors": self.config_errors,
                        "event_buffer_bytes": self.events.rcvbuf if self.events else None,

@@ -33,8 +33,8 @@ from netcfg.cli.common import add_template_path_option, config_source, print_jso
 from netcfg.cli.kernel_commands import add_commands
 from netcfg.compile.pipeline import DEFAULT_CONFIG, ConfigSource, compile_config, render_config
 from netcfg.compile.unsupported import inert_count, inert_summary, strict_errors
-from netcfg.compile.render import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
-                                   render_timeout_from_env)
+from netcfg.compile.renderlimit import (DEFAULT_RENDER_TIMEOUT_S, RENDER_TIMEOUT_ENV,
+                                        render_timeout_from_env)
 from netcfg.model.errors import (EXIT_INVALID_CONFIG, EXIT_OK, EXIT_USAGE, ConfigInvalid,
                                  NetcfgError, quote)
 from netcfg.model.model import Model

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from netcfg.compile.pipeline import STDIN, Compiled, ConfigSource, compile_config, read_stdin
-from netcfg.compile.render import render_timeout_from_env
+from netcfg.compile.renderlimit import render_timeout_from_env
 from netcfg.compile.syntax import RawAttribute, Stanza
 from netcfg.model.errors import Diagnostic, NetcfgError
 from netcfg.model.location import SourceLocation
