@@ -59,6 +59,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "confirm": (int, float, type(None)), "lower": (str, type(None)),
     "interfaces": (list, type(None)), "netns": (list, type(None)),
     "output": (str, type(None)), "number": (int,), "why": (str, type(None)),
+    "only_selection": (bool, type(None)),   # apply: refuse rather than enforce more (M5)
 }
 _SOURCE_TYPES: dict[str, tuple[type, ...]] = {
     "path": (str,), "variables": (dict, type(None)), "stdin_text": (str, type(None)),

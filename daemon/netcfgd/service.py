@@ -13,7 +13,8 @@ from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
 from netcfg.compile.jsonform import model_to_json
 from netcfg.compile.pipeline import ConfigSource, compile_config
-from netcfg.model.errors import EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError, quote
+from netcfg.model.errors import (EXIT_INVALID_CONFIG, EXIT_USAGE, ConfigInvalid, NetcfgError,
+                                 UsageError, quote)
 from netcfg.model.model import ROOT_NETNS
 from netcfg.model.tags import NETNS_MARK
 from netcfg.plan.drift import explain
@@ -91,6 +92,8 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
     interfaces = tuple(dict.fromkeys(request.get("interfaces") or ()))
     namespaces = tuple(dict.fromkeys(request.get("netns") or ()))
     selection = Selection(interfaces, namespaces) if interfaces or namespaces else None
+    if selection is not None and not dry_run and request.get("only_selection") is True:
+        _refuse_selection_of_another_config(daemon, source, compiled.model)
     started = time.monotonic()
 
     def progress(batch: int, batches: int, done: int, total: int) -> None:
@@ -107,6 +110,28 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
                 warnings=[w.format() for w in compiled.warnings],
                 trial=trial.to_json() if trial is not None else None,
                 storage=None if dry_run else _storage_outcome(daemon))
+
+
+def _refuse_selection_of_another_config(daemon: "Daemon", source: ConfigSource,
+                                        model: Any) -> None:
+    """`netcfg apply -c NEW IFACE` asks for IFACE only; but once applied, the
+    daemon enforces the config it was sent, whole (M5: all of NEW within
+    milliseconds). So a selection is served only of the config the daemon
+    enforces already, where the rest is in force anyway; of another one it is
+    refused before anything is written. (The ifupdown commands do not send
+    ``only_selection``: for them the file is the config, as ifreload's.)"""
+    assert daemon.reconciler is not None
+    enforced = daemon.trials.digest(daemon.reconciler.desired)
+    if daemon.trials.digest(model) == enforced:
+        return
+    current = daemon.enforced_from or daemon.source.path
+    raise UsageError(
+        f"netcfgd enforces one config, whole ({current}, sha256 {enforced[:12]}); "
+        f"{source.path} differs from it, and an apply of part of it would have netcfgd "
+        f"enforce all of it right after: nothing was changed. Apply {source.path} whole "
+        f"(without IFACE or --netns), or put the change into {current} and apply that "
+        f"(IFACE and --netns are fine then), or stop netcfgd (systemctl stop netcfgd) to "
+        f"apply part of another config")
 
 
 def _storage_outcome(daemon: "Daemon") -> dict[str, Any]:

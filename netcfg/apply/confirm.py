@@ -5,7 +5,8 @@ The waiting apply listens on a unix socket, RUN_DIR/confirm-PID (RUN_DIR:
 $NETCFG_RUN_DIR, default /run/netcfg; the directory 0700 and the socket
 0600, so root only). `netcfg confirm` connects, sends ``confirm`` and reads
 ``ok``: only then is the change kept, so a confirmation is either taken or
-refused, never lost. An apply whose time ran out has closed its socket and
+refused, never lost. `netcfg confirm --revert` sends ``revert`` the same way:
+the apply reverts now, as at its deadline. An apply whose time ran out has closed its socket and
 is reverting; a socket left by an apply that died refuses connections and
 is removed.
 
@@ -34,7 +35,7 @@ from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG
 DEFAULT_RUN_DIR = "/run/netcfg"
 MAX_CONFIRM_S = 86400      # the longest `apply --confirm` may wait: a day
 PREFIX = "confirm-"
-REQUEST, REPLY = b"confirm\n", b"ok\n"
+REQUEST, REVERT_REQUEST, REPLY = b"confirm\n", b"revert\n", b"ok\n"
 
 
 def run_dir() -> str:
@@ -50,6 +51,10 @@ class NotWaiting(NetcfgError):
 
 class Interrupted(Exception):
     """SIGINT or SIGTERM arrived while an apply waited for confirmation."""
+
+
+class RevertRequested(Exception):
+    """`netcfg confirm --revert` asked the waiting apply to revert now."""
 
 
 class ConfirmWaiter:
@@ -84,7 +89,8 @@ class ConfirmWaiter:
 
     def wait(self, seconds: float) -> bool:
         """True once `netcfg confirm` was answered ``ok``; False when the time
-        ran out. Raises Interrupted on SIGINT/SIGTERM."""
+        ran out. Raises Interrupted on SIGINT/SIGTERM, RevertRequested when
+        `netcfg confirm --revert` asked (it was answered ``ok``)."""
         assert self.sock is not None, "use ConfirmWaiter as a context manager"
         deadline = time.monotonic() + seconds
         with wait_signals():
@@ -97,16 +103,21 @@ class ConfirmWaiter:
                 with conn:
                     conn.settimeout(min(1.0, remaining))
                     try:
-                        if conn.recv(len(REQUEST)) == REQUEST:
+                        request = conn.recv(len(REQUEST))
+                        if request in (REQUEST, REVERT_REQUEST):
                             conn.sendall(REPLY)
+                            if request == REVERT_REQUEST:
+                                raise RevertRequested()
                             return True
                     except OSError:
                         pass   # a client that went away, or said nothing in time
         return False
 
 
-def confirm(directory: str | None = None, timeout: float = 5.0) -> int:
-    """Confirm the apply that is waiting; its pid. NotWaiting when none is."""
+def confirm(directory: str | None = None, timeout: float = 5.0,
+            request: bytes = REQUEST) -> int:
+    """Confirm the apply that is waiting (or with REVERT_REQUEST, have it
+    revert now); its pid. NotWaiting when none is."""
     directory = directory or run_dir()
     try:
         names = sorted(n for n in os.listdir(directory) if n.startswith(PREFIX))
@@ -130,7 +141,7 @@ def confirm(directory: str | None = None, timeout: float = 5.0) -> int:
             except PermissionError:
                 raise UsageError(f"cannot connect to {path}: netcfg confirm needs root") from None
             try:
-                sock.sendall(REQUEST)
+                sock.sendall(request)
                 reply = sock.recv(len(REPLY))
             except OSError:
                 reply = b""

@@ -133,12 +133,20 @@ def format_status(status: dict[str, Any]) -> str:
 
     daemon, counters = status["daemon"], status["counters"]
     lines = [f"netcfgd: running (pid {daemon['pid']}), "
-             f"{'ready' if daemon['ready'] else 'starting'}; config {daemon['config']} "
-             f"(loaded {when(daemon['config_loaded_at'])})"]
+             f"{'ready' if daemon['ready'] else 'starting'}"]
+    # What is enforced, by where it came from and what it is (its digest):
+    # a config applied from stdin is not what a reload would read.
+    source = daemon.get("config_from") or daemon["config"]
+    digest = daemon.get("config_sha256")
+    lines.append(f"enforcing: {source}" + (f" (sha256 {digest[:12]})" if digest else "")
+                 + f", loaded {when(daemon['config_loaded_at'])}"
+                 + (f"; a reload reads {daemon['config']}" if source != daemon["config"]
+                    else ""))
     trial = daemon.get("trial")
     if trial:
         lines.append(f"apply --confirm of pid {trial['client_pid']} on trial: reverted in "
-                     f"{trial['left']:.0f} s unless `netcfg confirm` comes")
+                     f"{trial['left']:.0f} s unless `netcfg confirm` comes (then the config "
+                     f"from before it is enforced again)")
     if daemon["config_errors"]:
         lines.append("config reload failed; running the last good config:")
         lines += [f"  {line}" for line in daemon["config_errors"]]

@@ -45,6 +45,11 @@ def add_commands(sub: Any, config: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the plan and a summary (with \"requests\") as JSON")
     p.add_argument("--confirm", type=_seconds, metavar="SECONDS", help=CONFIRM_HELP)
+    p.add_argument("--json-events", action="store_true",
+                   help="stdout is JSON lines: {\"event\": \"trial-begin\", ...} when the "
+                        "change goes on trial (owner, pid, id, requests, seconds, deadline), "
+                        "\"trial-end\" (state, why) when it ends, \"applied\" when nothing "
+                        "was put on trial (docs/daemon.md)")
     p.add_argument("--strict", action="store_true",
                    help="refuse lines that do nothing on this host (another program's "
                         "settings, accepted with a warning otherwise: docs/compat.md)")
@@ -65,6 +70,12 @@ def add_commands(sub: Any, config: argparse.ArgumentParser) -> None:
     p.set_defaults(run=cmd_down)
 
     p = sub.add_parser("confirm", help="keep the changes of an `apply --confirm` that waits")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--wait", action="store_true",
+                      help="do not confirm: wait for the trial to end; exit 0 confirmed, "
+                           "3 reverted, 4 the revert failed")
+    what.add_argument("--revert", action="store_true",
+                      help="revert the waiting change now, as its deadline would")
     p.set_defaults(run=cmd_confirm)
 
     p = sub.add_parser("show", help="print running state in the input language")
@@ -178,6 +189,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     if args.confirm is not None and args.dry_run:
         raise UsageError("--confirm and --dry-run: a dry run changes nothing to confirm")
+    if args.json_events and (args.confirm is None or args.json):
+        raise UsageError("--json-events goes with --confirm (and not with --json)")
     daemon = _daemon()
     if daemon is not None:
         return _apply_through(daemon, args)
@@ -203,10 +216,31 @@ def cmd_apply(args: argparse.Namespace) -> int:
             with shielded():
                 revert(result, f"interrupted ({interrupt.signal_name})")
         if confirming and result.plan.batches:
-            _await_confirmation(result, args.confirm)
+            _await_confirmation(result, args, compiled.model)
+        elif not args.dry_run:
+            _cli_trial().kept()     # this config is the operator's choice now
+    if args.json_events:
+        if not result.plan.batches:
+            _event(args, {"event": "applied", "summary": result.summary()})
+        return EXIT_OK
     _report(args, result, "applied", ", confirmed" if confirming and result.plan.batches
             else "")
     return EXIT_OK
+
+
+def _event(args: argparse.Namespace, event: dict[str, Any]) -> None:
+    """One JSON line for `--json-events` (a node agent reads them as they come)."""
+    if args.json_events:
+        import json
+
+        print(json.dumps(event), flush=True)
+
+
+def _cli_trial() -> Any:
+    from netcfg.apply.confirm import run_dir
+    from netcfg.apply.trial_record import CliTrial
+
+    return CliTrial(run_dir())
 
 
 def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
@@ -224,10 +258,12 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
     with _hangup_detaches(confirming):
         with guard:
             try:
+                # only_selection: with IFACE or --netns, change only those, or
+                # be refused (netcfgd would enforce all of this config after).
                 answer = ask_daemon(daemon, "apply", progress, source=_daemon_source(args),
-                              dry_run=args.dry_run, json=args.json, lower=args.lower,
-                              interfaces=args.interfaces, netns=args.netns,
-                              confirm=args.confirm)
+                                    dry_run=args.dry_run, json=args.json, lower=args.lower,
+                                    interfaces=args.interfaces, netns=args.netns,
+                                    confirm=args.confirm, only_selection=True)
             except DaemonGone:
                 if confirming:   # the config from before is on disk: trial.py
                     raise _daemon_gone() from None
@@ -238,15 +274,22 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
             print(warning, file=sys.stderr)
         trial = answer.get("trial")
         if trial is not None:
+            _event(args, {"event": "trial-begin", "owner": "netcfgd", **trial,
+                          "requests": answer["summary"]["requests"]})
             interrupted = getattr(guard, "signal_name", None)
             if interrupted is not None:
-                outcome = _trial_request("trial-abort", number=trial["number"],
+                outcome = _trial_request("trial-abort", trial, number=trial["number"],
                                          why=f"interrupted ({interrupted}) while netcfgd "
                                              f"applied")
             else:
-                outcome = _await_trial(trial["number"], args.confirm)
+                outcome = _await_trial(trial, args.confirm)
+            _event(args, {"event": "trial-end", "owner": "netcfgd", **outcome})
             _trial_outcome(outcome)
     summary = answer["summary"]
+    if args.json_events:
+        if trial is None:
+            _event(args, {"event": "applied", "summary": summary})
+        return _storage_report(answer.get("storage") or {})
     if args.json:
         print_json({"plan": answer["plan"], "summary": summary})
     elif args.dry_run:
@@ -274,49 +317,75 @@ def _storage_report(storage: dict[str, Any]) -> int:
 TRIAL_POLL_S = 0.2
 
 
-def _await_trial(number: int, seconds: float) -> dict[str, Any]:
-    """Wait for netcfgd's trial NUMBER to end (confirmed or reverted: the
-    deadline is the daemon's). Ctrl-C or SIGTERM asks it to revert now."""
+def _await_trial(trial: dict[str, Any], seconds: float | None,
+                 interruptible: bool = True) -> dict[str, Any]:
+    """Wait for netcfgd's ``trial`` to end (confirmed or reverted: the
+    deadline is the daemon's). Ctrl-C or SIGTERM asks it to revert now
+    (``interruptible``: the client that made the change; `confirm --wait`
+    only stops waiting)."""
     from netcfg.apply.confirm import Interrupted, shielded, wait_signals
 
-    print(f"netcfg: applied and verified; run 'netcfg confirm' within {seconds:g} s to keep "
-          f"it, or netcfgd reverts it", file=sys.stderr, flush=True)
+    if seconds is not None:
+        print(f"netcfg: applied and verified; run 'netcfg confirm' within {seconds:g} s to "
+              f"keep it, or netcfgd reverts it", file=sys.stderr, flush=True)
+    number = trial["number"]
+    signals = wait_signals() if interruptible else contextlib.nullcontext()
     try:
-        with wait_signals():
+        with signals:
             while True:
-                trial = _trial_request("trial", number=number)
-                if trial["state"] != "waiting":
-                    return trial
-                time.sleep(min(TRIAL_POLL_S, max(trial["left"], 0.01)))
+                state = _trial_request("trial", trial, number=number)
+                if state["state"] != "waiting":
+                    return state
+                time.sleep(min(TRIAL_POLL_S, max(state["left"], 0.01)))
     except (Interrupted, KeyboardInterrupt) as signal_name:
+        if not interruptible:
+            raise
         with shielded():
-            return _trial_request("trial-abort", number=number,
+            return _trial_request("trial-abort", trial, number=number,
                                   why=f"interrupted ({str(signal_name) or 'SIGINT'}) while "
                                       f"waiting for confirmation")
 
 
-def _trial_request(command: str, **fields: Any) -> dict[str, Any]:
-    """The trial as netcfgd answers ``command``. A daemon gone (or restarted:
-    it forgets trials) cannot say; it reverts at its start what nobody
-    confirmed (trial.json), and that is what the client reports, exit 3."""
+def _trial_request(command: str, trial: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """``trial`` as netcfgd answers ``command``. A daemon gone cannot say:
+    what it wrote when it stopped does (trial_record.read_ended), or nothing
+    does and the client says what stays in force (_daemon_gone)."""
     from netcfg.cli.client import connect
 
     try:
         daemon = connect()
     except (OSError, NetcfgError):
         daemon = None
-    if daemon is None:
+    if daemon is not None:
+        try:
+            return ask_daemon(daemon, command, **fields)["trial"]
+        except (OSError, NetcfgError):
+            pass
+    ended = _ended_by_a_stop(trial)
+    if ended is None:
         raise _daemon_gone()
-    try:
-        return ask_daemon(daemon, command, **fields)["trial"]
-    except (OSError, NetcfgError):
-        raise _daemon_gone() from None
+    return ended
+
+
+def _ended_by_a_stop(trial: dict[str, Any]) -> dict[str, Any] | None:
+    """How a netcfgd that stopped during ``trial`` ended it, if it did."""
+    from netcfg.apply.confirm import run_dir
+    from netcfg.apply.trial_record import read_ended
+
+    ended = read_ended(run_dir())
+    if ended is None or not trial.get("id") or ended.get("id") != trial["id"]:
+        return None
+    return ended
 
 
 def _daemon_gone() -> NetcfgError:
-    error = NetcfgError("netcfgd stopped while the change waited for confirmation; it "
-                        "reverts the change when it starts again")
-    error.exit_code = EXIT_APPLY_FAILED_REVERTED
+    from netcfg.apply.confirm import run_dir
+
+    error = NetcfgError(f"netcfgd went away (killed, or it crashed) while the change waited for "
+                        f"confirmation: the change stays in force, unconfirmed, until netcfgd "
+                        f"starts again; it reverts the change when it starts again "
+                        f"({os.path.join(run_dir(), 'trial.json')})")
+    error.exit_code = EXIT_REVERT_FAILED
     return error
 
 
@@ -336,23 +405,52 @@ def _hangup_detaches(confirming: bool) -> contextlib.AbstractContextManager:
     return hangup_detaches() if confirming else contextlib.nullcontext()
 
 
-def _await_confirmation(result: Any, seconds: float) -> None:
+def _await_confirmation(result: Any, args: argparse.Namespace, model: Any) -> None:
     """Keep ``result``'s changes if `netcfg confirm` comes in time, else revert
-    (ApplyFailed, exit 3)."""
-    from netcfg.apply.execute import revert
-    from netcfg.apply.confirm import ConfirmWaiter, Interrupted, shielded
+    (ApplyFailed, exit 3). The trial is on record (trial_record.CliTrial)
+    from its begin to its outcome, for `confirm --wait` and a netcfgd that
+    starts meanwhile."""
+    from netcfg.apply.execute import ApplyFailed, RevertFailed, revert
+    from netcfg.apply.confirm import ConfirmWaiter, Interrupted, RevertRequested, shielded
+    from netcfg.apply.trial_record import (CONFIRMED, REVERT_FAILED, REVERTED,
+                                           config_digest)
 
+    seconds = args.confirm
+    record = _cli_trial()
+    source = config_source(args)
     try:
         with ConfirmWaiter() as waiter:
+            begun = record.begin(seconds=seconds, requests=result.requests,
+                                 config=source.path if source.path == STDIN
+                                 else os.path.abspath(source.path),
+                                 digest=config_digest(model))
+            _event(args, {"event": "trial-begin", **_without_version(begun)})
             print(f"netcfg: applied and verified; run 'netcfg confirm' within {seconds:g} s "
                   f"to keep it, or it is reverted", file=sys.stderr, flush=True)
             if waiter.wait(seconds):
+                _event(args, {"event": "trial-end", **_without_version(
+                    record.end(CONFIRMED) or {"state": CONFIRMED})})
                 return
             why = f"no confirmation within {seconds:g} s"
     except (Interrupted, KeyboardInterrupt) as signal_name:
         why = f"interrupted ({str(signal_name) or 'SIGINT'}) while waiting for confirmation"
+    except RevertRequested:
+        why = "reverted on request (netcfg confirm --revert)"
     with shielded():
-        revert(result, why)
+        try:
+            revert(result, why)
+        except ApplyFailed as e:        # what revert() raises once it restored
+            _event(args, {"event": "trial-end", **_without_version(
+                record.end(REVERTED, str(e)) or {"state": REVERTED, "why": str(e)})})
+            raise
+        except RevertFailed as e:
+            _event(args, {"event": "trial-end", **_without_version(
+                record.end(REVERT_FAILED, str(e)) or {"state": REVERT_FAILED, "why": str(e)})})
+            raise
+
+
+def _without_version(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != "version"}
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -372,18 +470,75 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:
-    from netcfg.apply.confirm import confirm
+    """Confirm, revert (--revert) or wait for (--wait) the trial under way,
+    whoever holds it: netcfgd when it has one, else an `apply --confirm`
+    working alone."""
+    from netcfg.apply.confirm import REVERT_REQUEST, confirm
 
-    daemon = _daemon()
-    if daemon is not None:
-        trial = ask_daemon(daemon, "confirm")["trial"]
+    daemon_trial = _daemon_trial()
+    if args.wait:
+        return _wait_for_trial(daemon_trial)
+    if daemon_trial is not None and args.revert:
+        outcome = _trial_request("trial-abort", daemon_trial, number=daemon_trial["number"],
+                                 why="reverted on request (netcfg confirm --revert)")
+        print(f"reverted: the apply of pid {outcome['client_pid']} (netcfgd): {outcome['why']}")
+        return EXIT_OK if outcome["state"] == "reverted" else EXIT_REVERT_FAILED
+    if daemon_trial is not None:
+        daemon = _daemon()
+        trial = ask_daemon(daemon, "confirm")["trial"] if daemon is not None else None
         if trial is not None:
             print(f"confirmed: the apply of pid {trial['client_pid']} keeps its changes "
                   f"(netcfgd)")
             return EXIT_OK
+    if args.revert:
+        pid = confirm(request=REVERT_REQUEST)
+        print(f"revert requested: the apply of pid {pid} reverts its changes now")
+        return EXIT_OK
     pid = confirm()
     print(f"confirmed: the apply of pid {pid} keeps its changes")
     return EXIT_OK
+
+
+def _daemon_trial() -> dict[str, Any] | None:
+    """The trial netcfgd holds, when it runs and holds one."""
+    daemon = _daemon()
+    if daemon is None:
+        return None
+    return ask_daemon(daemon, "status")["status"]["daemon"].get("trial")
+
+
+def _wait_for_trial(daemon_trial: dict[str, Any] | None) -> int:
+    """`netcfg confirm --wait`: block until the trial under way ends; exit 0
+    confirmed, 3 reverted, 4 the revert failed (or the change was left in
+    force), saying why."""
+    from netcfg.apply.confirm import NotWaiting
+
+    if daemon_trial is not None:
+        outcome = _await_trial(daemon_trial, None, interruptible=False)
+        owner = f"the apply of pid {outcome.get('client_pid')} (netcfgd)"
+    else:
+        outcome = _await_cli_trial()
+        if outcome is None:
+            raise NotWaiting("no apply is waiting for confirmation")
+        owner = f"the apply of pid {outcome.get('pid')}"
+    if outcome["state"] == "confirmed":
+        print(f"confirmed: {owner} kept its changes")
+        return EXIT_OK
+    print(f"netcfg: {outcome['state']}: {owner}: {outcome.get('why', '')}", file=sys.stderr)
+    return EXIT_APPLY_FAILED_REVERTED if outcome["state"] == "reverted" else EXIT_REVERT_FAILED
+
+
+def _await_cli_trial() -> dict[str, Any] | None:
+    """The outcome of the `apply --confirm` working alone that waits now
+    (None: none waits), read from its record as it ends."""
+    record = _cli_trial()
+    current = record.read()
+    if current is None or current.get("state") != "waiting":
+        return None
+    while current is not None and current.get("state") == "waiting":
+        time.sleep(TRIAL_POLL_S)
+        current = record.read()
+    return current or {"state": "died", "why": "its record is gone"}
 
 
 def cmd_show(args: argparse.Namespace) -> int:

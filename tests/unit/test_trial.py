@@ -14,6 +14,7 @@ import pytest
 
 from netcfg.apply.confirm import ApplyInterrupted, InterruptGuard
 from netcfg.apply.execute import ApplyResult
+from netcfg.apply.trial_record import read_ended
 from netcfg.compile.pipeline import STDIN, ConfigSource, compile_config
 from netcfg.plan.planner import build_plan
 from netcfgd.trial import CONFIRMED, REVERTED, TRIAL_FILE, Trials, WAITING
@@ -51,8 +52,11 @@ def test_a_trial_ends_once_and_its_outcome_stays_findable(tmp_path):
     trials.end(CONFIRMED)
     assert trials.current is None and trials.left_over() is None
     assert trials.find(first.number).to_json() == {
-        "number": first.number, "state": CONFIRMED, "client_pid": 1, "seconds": 0.5,
-        "why": ""}
+        "number": first.number, "id": f"netcfgd-{os.getpid()}-{first.number}",
+        "state": CONFIRMED, "client_pid": 1, "seconds": 0.5, "requests": 0,
+        "config_sha256": "", "why": ""}
+    # Its outcome is on disk too, for a client whose daemon went away.
+    assert read_ended(str(tmp_path))["id"] == first.id
     second = trials.begin(result, previous_model(), source, True, 5, client_pid=2)
     assert second.number == first.number + 1
     trials.end(REVERTED, "no confirmation within 5 s")
