@@ -173,6 +173,7 @@ class UblkService:
         self.errors: dict[str, str] = {}      # name -> why it is not served
         self.unavailable: str | None = None   # why this kernel has no ublk
         self._probed = False
+        self._load_refused: str | None = None   # modprobe's own words when it failed
 
     def pinned(self) -> set[str]:
         """Volumes that must stay open: their device is served or kept."""
@@ -304,11 +305,17 @@ class UblkService:
             if not self._probed:
                 self._probed = True
                 try:
-                    subprocess.run(["modprobe", "-q", "ublk_drv"], capture_output=True, check=False)
-                except OSError:
-                    pass    # no kmod on this host: the status line below says what is missing
+                    loaded = subprocess.run(["modprobe", "-q", "ublk_drv"], capture_output=True,
+                                            text=True, check=False)
+                    if loaded.returncode != 0:
+                        self._load_refused = loaded.stderr.strip() or f"exit {loaded.returncode}"
+                except OSError as err:
+                    self._load_refused = f"modprobe: {_why(err)}"
                 return self._driver()
-            self.unavailable = _why(e)
+            # A module that could not be loaded is not a kernel without ublk: under
+            # a unit without CAP_SYS_MODULE the load itself is what was refused.
+            self.unavailable = (f"{_why(e)}; loading ublk_drv failed ({self._load_refused})"
+                                if self._load_refused else _why(e))
             return False
 
     def status_json(self, exported: set[str]) -> dict[str, Any]:

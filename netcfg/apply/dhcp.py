@@ -154,9 +154,10 @@ class DhcpClients:
     """The DHCP clients netcfg started, found through their pid files under
     ``directory`` (``<run dir>/dhcp``)."""
 
-    def __init__(self, directory: str, *, netns_etc: str = NETNS_ETC) -> None:
+    def __init__(self, directory: str, *, netns_etc: str | None = None) -> None:
         self.directory = directory
-        self.netns_etc = netns_etc
+        # Where resolv.conf goes per namespace: as resolver.py's (L8 of issue 24).
+        self.netns_etc = netns_etc or os.environ.get("NETCFG_ETC_NETNS", NETNS_ETC)
 
     # ------------------------------------------------------------------ state
 

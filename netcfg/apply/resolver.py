@@ -135,10 +135,16 @@ def _read(path: str) -> str | None:
 
 
 def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        os.makedirs(directory, exist_ok=True)
+        os.chmod(directory, 0o755)   # not the daemon's UMask=077: tenants' processes read it
     partial = f"{path}.netcfg-new"
     with open(partial, "w", encoding="utf-8") as f:
         f.write(text)
+        # Every user of the namespace resolves names through it (issue 23 M4),
+        # whatever umask netcfg runs under.
+        os.fchmod(f.fileno(), 0o644)
     os.replace(partial, path)   # never a half-written resolv.conf
 
 
