@@ -1,0 +1,61 @@
+"""The generic netlink kinds' hooks (kinds/genl.py): every kind with
+generic netlink state has a reader (kernel/genl_families.py) and a
+configurer (apply/genl.py), and the core modules that run them name no
+such kind, so a second one (batman-adv, say) adds no line to them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import netcfg
+from netcfg.apply.genl import CONFIGURERS
+from netcfg.kernel.genl_families import READERS
+from netcfg.kinds.genl import created_without_info_data, genl_attributes, genl_kinds
+
+ROOT = Path(netcfg.__file__).parent
+# The modules that dispatch to the hooks, and what they must not import.
+CORE = ("kernel/session.py", "apply/execute.py", "netlink/encode.py")
+PER_KIND = ("wireguard", "ethtool", "physical")
+
+
+def test_every_genl_kind_has_a_reader_and_a_configurer():
+    kinds = set(genl_kinds())
+    assert kinds == {"wireguard", "physical"}
+    assert {r.kind for r in READERS} == kinds
+    assert set(CONFIGURERS) == kinds
+
+
+def test_attributes_are_one_kinds_each():
+    # apply/genl.configure picks the configurer by attribute: one owner each.
+    owners = [a for k in genl_kinds().values() for a in k.genl_attributes]
+    assert len(owners) == len(set(owners)) == len(genl_attributes())
+    assert created_without_info_data() == {"wireguard"}   # physical is never created
+
+
+def _imported(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
+def test_the_core_names_no_genl_kind():
+    for module in CORE:
+        imported = _imported(ROOT / module)
+        named = {n for n in imported if n.rsplit(".", 1)[-1] in PER_KIND}
+        assert not named, f"{module} imports {sorted(named)}"
+        assert not any("pyroute2" in n for n in imported), module
+
+
+def test_no_hand_written_generic_netlink_left():
+    # The codecs netcfg carried before pyroute2 took the families over.
+    for gone in ("netlink/genl.py", "netlink/wireguard.py", "netlink/ethtool.py"):
+        assert not (ROOT / gone).exists(), gone
+    for path in ROOT.rglob("*.py"):
+        text = path.read_text()
+        assert "GENLMSGHDR" not in text and "CTRL_CMD_GETFAMILY" not in text, path
