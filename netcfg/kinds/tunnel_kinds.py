@@ -1,0 +1,71 @@
+"""The kernel's tunnel kinds, one object each (tunnel.py says how a stanza
+becomes one of them).
+
+Each kind's schema (schemas/kinds/<kind>.json) declares its netlink table
+under netcfg's internal names (``gre-local`` for IFLA_GRE_LOCAL): the
+tunnel-* attributes a config writes are shared by every kind, and an
+attribute has one owner, so the tables cannot carry the shared names.
+create_params and read_back translate between the two.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netcfg.kinds.base import Kind
+from netcfg.kinds.tunnel import ENDPOINT, LOCAL, MODE, SETTINGS, TOS, TTL
+from netcfg.model.model import ConfigObject
+from netcfg.spec import group_attributes
+
+# The table's words (the schema's param) and the tunnel-* attribute of each.
+WORDS = {"local": LOCAL, "remote": ENDPOINT, "ttl": TTL, "tos": TOS}
+# ip6tnl's IFLA_IPTUN_PROTO carries the mode (IPPROTO_IPV6, IPPROTO_IPIP, 0).
+PROTO = "proto"
+# `ip -6 tunnel add` gives IPv6 tunnels a hop limit of 64 (iproute2's
+# DEFAULT_TNL_HOP_LIMIT); the kernel alone would leave 0 (inherit).
+IPV6_HOP_LIMIT = 64
+UNSPECIFIED = frozenset({"0.0.0.0", "::"})
+
+
+class TunnelDevice(Kind):
+    """One kernel tunnel kind: gre, gretap, ipip, sit, vti, ip6gre,
+    ip6gretap, ip6tnl or vti6."""
+
+    immutable_attributes = frozenset(SETTINGS)
+
+    def __init__(self, name: str, mode: str, ipv6: bool, ethernet: bool):
+        self.name = self.info_kind = name
+        self.mode = mode          # tunnel-mode of a device read back (ip6tnl: by its proto)
+        self.ipv6 = ipv6
+        if not ethernet:
+            # No Ethernet header: nothing to bridge (gretap and ip6gretap are).
+            self.traits = ("common",)
+
+    def attribute_groups(self) -> tuple[str, ...]:
+        return (self.name, "tunnel", *self.traits)
+
+    def _table(self) -> dict[str, str]:
+        """param -> this kind's internal attribute, from its schema."""
+        return {spec.kernel.param: name for name, spec in group_attributes(self.name).items()}
+
+    def create_params(self, obj: ConfigObject) -> dict[str, Any]:
+        """Equivalent to `ip [-6] tunnel add NAME mode MODE remote R local L ttl T tos S`."""
+        params: dict[str, Any] = {}
+        for param in self._table():
+            attribute = WORDS.get(param)
+            if attribute in obj.attrs:
+                params[param] = obj.attrs[attribute]
+            elif param == "ttl" and self.ipv6:
+                params[param] = IPV6_HOP_LIMIT
+            elif param == PROTO:
+                params[param] = obj.attrs.get(MODE, self.mode)
+        return params
+
+    def read_back(self, attrs: dict, notes: list[str], name: str) -> None:
+        for param, internal in self._table().items():
+            value = attrs.pop(internal, None)
+            if param == PROTO:
+                attrs[MODE] = value or "any"
+            elif value is not None and value not in UNSPECIFIED:
+                attrs[WORDS[param]] = value
+        attrs.setdefault(MODE, self.mode)
