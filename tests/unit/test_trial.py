@@ -88,3 +88,35 @@ def test_the_interrupt_guard_notes_signals_and_raises_once():
         os.kill(os.getpid(), signal.SIGTERM)
         guard.check()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_cli_trial_record_refuses_only_the_config_it_reverted(tmp_path):
+    """netcfg/apply/trial_record.py: what a starting netcfgd reads."""
+    from netcfg.apply.trial_record import CliTrial, config_digest
+
+    model = previous_model()
+    digest = config_digest(model)
+    other = compile_config(ConfigSource(path=STDIN, stdin_text=PREVIOUS.replace(
+        "10.9.0.1", "10.9.0.2"))).model
+    assert config_digest(other) != digest
+    record = CliTrial(str(tmp_path))
+    begun = record.begin(seconds=5, requests=3, config="/etc/netcfg", digest=digest)
+    assert begun["state"] == WAITING and begun["requests"] == 3
+    assert record.refuses(digest) is None               # still waiting: not an outcome
+    record.end(REVERTED, "no confirmation within 5 s")
+    assert record.refuses(digest)["why"] == "no confirmation within 5 s"
+    assert record.refuses(config_digest(other)) is None
+    record.kept()
+    assert record.read() is None and record.refuses(digest) is None
+
+
+def test_a_cli_trial_whose_process_died_is_read_as_died(tmp_path):
+    from netcfg.apply.trial_record import CliTrial
+
+    record = CliTrial(str(tmp_path))
+    record.begin(seconds=5, requests=1, config="-", digest="d")
+    data = json.loads((tmp_path / "cli-trial.json").read_text())
+    data["pid"] = 2 ** 22 + 1                            # above pid_max: no such process
+    (tmp_path / "cli-trial.json").write_text(json.dumps(data))
+    assert record.read()["state"] == "died"
+    assert record.refuses("d")["state"] == "died"
