@@ -36,6 +36,7 @@ from netcfg.apply.hooks import Hooks, HookSettings
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
 from netcfg.apply.refusal import Refused, explain
+from netcfg.apply.revert import foreign_recreations, not_restored
 from netcfg.apply.routes import foreign_route_removals, restore_requests
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
@@ -88,6 +89,8 @@ class ApplyResult:
     scope: "_Scope | None" = field(default=None, repr=False)
     purged_routes: dict[str, list[tuple[ForeignRoute, str]]] = field(
         default_factory=dict, repr=False)
+    # netcfg's devices (its group) as read before: what a revert may re-create.
+    made: dict[str, set[str]] = field(default_factory=dict, repr=False)
 
     def summary(self) -> dict[str, Any]:
         return {"operations": len(self.plan), "batches": len(self.plan.batches),
@@ -263,7 +266,8 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
     # gateway): replaced in place, and put back by a revert.
     replaced = routes_to_replace(plan, scope.session)
     result = ApplyResult(plan, dry_run=dry_run, before=before, scope=scope,
-                         purged_routes=scope.foreign_routes())
+                         purged_routes=scope.foreign_routes(),
+                         made={n: set(names) for n, names in scope.session.managed().items()})
     for netns, routes in replaced.items():
         result.purged_routes.setdefault(netns, []).extend(routes)
     if dry_run or not (plan.batches or runner.due()):
@@ -332,12 +336,16 @@ def revert(result: ApplyResult, why: str) -> None:
         result.hooks = result.hook_runner.log
     try:
         now = scope.current()
-        back = build_plan(diff(before, now))
-        _execute(back, scope.session)
+        # Never re-created: another program's device a purge deleted (revert.py).
+        ops, lost = foreign_recreations(diff(before, now), before, scope.desired, result.made)
+        _execute(build_plan(ops), scope.session)
         for netns, requests in restore_requests(result.purged_routes, scope.session):
             _send(netns, requests, scope.session)
     except _WRITE_FAILURES as second:
         raise RevertFailed(f"{why}; the revert failed too: {second}") from None
+    if lost:
+        raise RevertFailed(f"{why}; the rest of the previous state was restored, "
+                           f"{not_restored(lost)}") from None
     raise ApplyFailed(f"{why}; the previous state was restored") from None
 
 

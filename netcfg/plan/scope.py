@@ -14,6 +14,7 @@ from typing import Collection, Iterable, Mapping
 
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, PEER
+from netcfg.kinds.veth import PEER_NAME, PEER_NETNS
 from netcfg.model.errors import UsageError, did_you_mean, quote
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.model.tags import NETCFG_GROUP
@@ -138,17 +139,43 @@ def purge_target(target: Model, current: Model, purge: Collection[str],
     target, notes = keep_guest_bridges(target, current)
     kept: dict[Key, ConfigObject] = {}
     for key, cur in current.interfaces.items():
-        if key[0] not in purge or key in target.interfaces or creatable(cur.kind):
+        if key[0] not in purge or key in target.interfaces:
+            continue
+        outside = peer_outside(cur, purge)
+        if creatable(cur.kind) and outside is None:
             continue
         attrs = {a: v for a, v in cur.attrs.items() if a not in PURGED_ATTRIBUTES}
         kept[key] = ConfigObject(section=cur.section, name=cur.name, kind=cur.kind,
                                  netns=cur.netns, attrs=attrs, loc=cur.loc, auto=cur.auto)
-        if key in kernel_kinds:
+        if outside is not None:
+            notes.append(f"purge: {cur.label()} is a veth whose other end is {outside}, "
+                         f"outside the purged namespaces: deleting it would delete that end "
+                         f"too; left in place, without its addresses and routes")
+        elif key in kernel_kinds:
             notes.append(f"purge: {cur.label()} is a {kernel_kinds[key]} device, a kind netcfg "
                          f"does not delete; left in place, without its addresses and routes")
     if not kept:
         return target, notes
     return dataclasses.replace(target, interfaces={**target.interfaces, **kept}), notes
+
+
+def peer_outside(obj: ConfigObject, purge: Collection[str]) -> str | None:
+    """Where the other end of veth ``obj`` is, said for a note, when that is
+    not a purge namespace: deleting one end deletes both, and the far one is
+    not the purge's (issue 24, H4: a container's host-side veth on a bridge
+    netcfg does not manage went with it, and the revert made a new pair in
+    netcfg's group). An end in a namespace nobody read (no veth-peer-name:
+    read.py leaves an unresolved peer out) counts as outside. None for other
+    kinds, and for an end inside the purge."""
+    if obj.kind != "veth":
+        return None
+    name = obj.attrs.get(PEER_NAME)
+    if name is None:
+        return "in a namespace netcfg does not read"
+    netns = obj.attrs.get(PEER_NETNS, obj.netns)
+    if netns in purge:
+        return None
+    return f"{name} in {'netns ' + netns if netns else 'the host namespace'}"
 
 
 def guest_devices(desired: Model, current: Model, managed: Mapping[str, Collection[str]],

@@ -86,7 +86,11 @@ def test_guests_in_a_purge_namespace_are_not_purged_nor_released():
     current = read(
         iface("br0", "bridge", ns, auto=True, bridge_ports=["p1", "tap100i0", "veth101i0", "stray"]),
         iface("p1", "physical", ns, auto=True), iface("tap100i0", "physical", ns, auto=True),
-        iface("veth101i0", "veth", ns, auto=True), iface("stray", "veth", ns, auto=True))
+        iface("veth101i0", "veth", ns, auto=True),
+        # Its other end is in the purge namespace too (issue 24: a veth whose
+        # other end is outside a purge, or unknown, is not deleted).
+        iface("stray", "veth", ns, auto=True, veth_peer_name="stray-b"),
+        iface("stray-b", "veth", ns, auto=True, veth_peer_name="stray"))
     desired = model(iface("br0", "bridge", ns, auto=True, bridge_ports=["p1"]),
                     iface("p1", "physical", ns, auto=True))
     view = managed_view(desired, current, {}, ["", ns], {ns})

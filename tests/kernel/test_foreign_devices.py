@@ -1,0 +1,114 @@
+"""Issue 24, H4 (second bullet): other programs' devices next to a `purge yes`
+namespace. A veth whose other end is outside the purge (a container's
+host-side end on a bridge netcfg does not manage) is not deleted by the
+purge, so neither end changes; a revert never re-creates a device netcfg did
+not make, nor puts one into netcfg's group. On 8f56453 the purge deleted the
+pair and the revert made a new one in group 28259 (new MAC, down, no master),
+which the next apply deleted. State read back with `ip -j`, in the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+import pytest
+
+from netcfg.apply.execute import ApplyFailed, RevertFailed, apply, revert
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.model.tags import NETCFG_GROUP
+
+CONFIG = textwrap.dedent("""\
+    netns p
+        purge yes
+
+    auto br0
+    iface br0
+        netns p
+        bridge-ports none
+        address 10.88.0.1/24
+    """)
+
+
+def ip(*args: str) -> list[dict]:
+    out = subprocess.run(["ip", "-j", *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+def link(name: str, netns: str = "") -> dict | None:
+    where = ["-n", netns] if netns else []
+    found = [d for d in ip(*where, "-d", "link", "show") if d["ifname"] == name]
+    return found[0] if found else None
+
+
+def identity(name: str, netns: str = "") -> tuple | None:
+    """What must not change of a foreign device: it is the same device (its
+    ifindex, MAC), in the same group, on the same master, in the same state."""
+    dev = link(name, netns)
+    if dev is None:
+        return None
+    return (dev["ifindex"], dev.get("address"), dev.get("group"), dev.get("master"),
+            "UP" in dev["flags"])
+
+
+def model_of(tmp_path, text: str):
+    path = tmp_path / "interfaces"
+    path.write_text(text)
+    return compile_config(ConfigSource(path=str(path))).model
+
+
+@pytest.fixture
+def host_bridge():
+    """hbr: a bridge of another program in the host namespace."""
+    subprocess.run(["ip", "link", "add", "hbr", "type", "bridge"], check=True)
+    subprocess.run(["ip", "link", "set", "hbr", "up"], check=True)
+    yield "hbr"
+    subprocess.run(["ip", "link", "delete", "hbr"], capture_output=True)
+    subprocess.run(["ip", "link", "delete", "vethH"], capture_output=True)
+
+
+def container_veth() -> None:
+    """A container runtime's pair: vethC in p, vethH in the host on hbr."""
+    subprocess.run(["ip", "link", "add", "vethH", "type", "veth", "peer", "name", "vethC",
+                    "netns", "p"], check=True)
+    subprocess.run(["ip", "link", "set", "vethH", "master", "hbr", "up"], check=True)
+    subprocess.run(["ip", "-n", "p", "link", "set", "vethC", "up"], check=True)
+
+
+def test_purge_and_revert_leave_a_veth_whose_other_end_is_outside(session, tmp_path,
+                                                                   host_bridge):
+    model = model_of(tmp_path, CONFIG)
+    assert apply(model, session).verified
+    container_veth()
+    before = identity("vethC", "p"), identity("vethH")
+    assert before[1][3] == "hbr" and before[0][2] != NETCFG_GROUP
+
+    result = apply(model, session)
+    assert result.verified
+    assert any("vethC" in note and "outside the purged namespaces" in note
+               for note in result.plan.notes), result.plan.notes
+    assert (identity("vethC", "p"), identity("vethH")) == before
+    with pytest.raises(ApplyFailed):
+        revert(result, "no confirmation (test)")
+    assert (identity("vethC", "p"), identity("vethH")) == before
+    # And the next apply plans nothing for either end.
+    again = apply(model, session, dry_run=True)
+    assert not [op for op in again.plan.operations if op.name in ("vethC", "vethH")]
+
+
+def test_a_revert_does_not_recreate_a_device_the_purge_deleted(session, tmp_path):
+    """Another program's bridge in a purge namespace is the purge's to delete;
+    a revert cannot bring that device back (a new one would be another device,
+    and netcfg's), so it does not make one and says so: exit 4, not 'restored'."""
+    model = model_of(tmp_path, CONFIG)
+    assert apply(model, session).verified
+    subprocess.run(["ip", "-n", "p", "link", "add", "fbr", "type", "bridge"], check=True)
+    result = apply(model, session)
+    assert result.verified and link("fbr", "p") is None
+    with pytest.raises(RevertFailed, match="fbr") as raised:
+        revert(result, "no confirmation (test)")
+    assert "not netcfg's" in str(raised.value)
+    assert link("fbr", "p") is None
+    assert not [d for d in ip("-n", "p", "link", "show", "group", str(NETCFG_GROUP))
+                if d and d.get("ifname") != "br0"]   # ip prints {} for the others
