@@ -188,38 +188,56 @@ MORE_SOURCES = (
 _STANZA = re.compile(r"^\s*iface\s", re.M)
 
 
-def doc_blocks(text: str) -> list[tuple[int, str]]:
+def _indent(line: str) -> int:
+    return len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())
+
+
+def doc_blocks(text: str, rst: bool = False) -> list[tuple[int, str]]:
     """The code blocks of a Markdown, scdoc or reStructuredText document that hold a
     stanza, each as (first line, text): fenced blocks (``` or ~~~, indented or not, as
-    in mkdocs tabs) and indented literal blocks (after a line ending in '::', or
-    Markdown's four-space blocks). Each is dedented to what a user pastes into the file;
-    nothing else is changed."""
+    in mkdocs tabs), and indented literal blocks: in reStructuredText those after a
+    paragraph ending in '::' (indented deeper than it), in Markdown four-space blocks
+    after a blank line that hold no fence. Each is dedented to what a user pastes into
+    the file; nothing else is changed."""
     lines = text.splitlines()
     blocks: list[tuple[int, list[str]]] = []
     i = 0
     while i < len(lines):
-        fence = re.match(r"^(\s*)(```|~~~)", lines[i])
+        # (reStructuredText has no fences: its ~~~ lines underline titles.)
+        fence = None if rst else re.match(r"^(\s*)(```|~~~)", lines[i])
         if fence:
             end = next((j for j in range(i + 1, len(lines))
                         if lines[j].strip().startswith(fence.group(2))), len(lines))
             blocks.append((i + 2, lines[i + 1:end]))
             i = end + 1
             continue
+        if rst and lines[i].rstrip().endswith("::"):
+            opener = _indent(lines[i])
+            start = i + 1
+            while start < len(lines) and not lines[start].strip():
+                start += 1
+            end = start
+            while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > opener):
+                end += 1
+            if end > start:
+                blocks.append((start + 1, lines[start:end]))
+            i = max(end, i + 1)
+            continue
         previous = lines[i - 1] if i else ""
-        opens = previous.rstrip().endswith("::") or not previous.strip()
-        if opens and re.match(r"^(    |\t)\S", lines[i]):
+        if not rst and not previous.strip() and re.match(r"^(    |\t)\S", lines[i]):
             end = i
             while end < len(lines) and (not lines[end].strip()
                                         or re.match(r"^(    |\t)", lines[end])):
                 end += 1
-            blocks.append((i + 1, lines[i:end]))
-            i = end
-            continue
+            if not any(re.match(r"^\s*(```|~~~)", ln) for ln in lines[i:end]):
+                blocks.append((i + 1, lines[i:end]))
+                i = end
+                continue
         i += 1
     found = []
     for start, body in blocks:
-        block = textwrap.dedent("\n".join(body).expandtabs(8) if any(
-            ln.startswith("    ") for ln in body) else "\n".join(body)).strip("\n")
+        # The common leading white space only: tabs inside stay tabs, as published.
+        block = textwrap.dedent("\n".join(body)).strip("\n")
         if _STANZA.search(block):
             found.append((start, block + "\n"))
     return found
@@ -243,7 +261,7 @@ def from_more_sources(corpus: Corpus, gits: dict[str, str]) -> None:
                                f"{url} {path} @ {rev[:12]}", licence, text)
             elif docs and re.search(docs, path):
                 text = git(gdir, "show", f"{rev}:{path}")
-                for line, body in doc_blocks(text):
+                for line, body in doc_blocks(text, rst=path.endswith(".rst")):
                     corpus.add(source, f"{short}-{Path(path).with_suffix('')}-L{line}"
                                .replace("/", "-"),
                                f"{url} {path} line {line} (a code block) @ {rev[:12]}",
