@@ -345,7 +345,7 @@ class Daemon:
                     self.dirty.mark(name, now)
             elif change.netns is not None and change.netns in managed and \
                     self.reconciler.concerns(change.netns, event.kind, event.ifindex,
-                                             event.name, event.origin):
+                                             event.name, event.origin, event.replace):
                 self.dirty.mark(change.netns, now, change.obj)
             else:
                 counters.events_ignored += 1

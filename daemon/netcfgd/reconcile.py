@@ -181,7 +181,8 @@ class Reconciler:
         self.interface_hooks.load()
         return dropped
 
-    def concerns(self, netns: str, kind: str, ifindex: int, name: str, origin: int = 0) -> bool:
+    def concerns(self, netns: str, kind: str, ifindex: int, name: str, origin: int = 0,
+                 replace: bool = False) -> bool:
         """Whether a notification about device ``name``/``ifindex`` in a
         managed namespace can matter: a device the config names or netcfg
         made, one we know nothing of yet by name, anything in a purge
@@ -189,11 +190,15 @@ class Reconciler:
         known by its ifindex as last read) cannot, nor the kernel's own
         addresses and routes (IPv6 DAD on 500 ports that come up is a flood
         of those): a storm of them costs no pass. A device renamed to a
-        managed name announces the new name."""
+        managed name announces the new name. A route that replaced another
+        (``replace``) counts whoever sent it: the one it replaced may have
+        been netcfg's (issue 24, M14: a foreign `ip route replace` of
+        netcfg's default route went unseen until the resync)."""
         if kind == "address" and origin in KERNEL_ADDRESS_ORIGINS:
             return False   # link-local, loopback, autoconf: never config, never drift
         if kind == "route" and (origin in KERNEL_ROUTE_PROTOCOLS or
-                                (origin != RTPROT_NETCFG and netns not in self.purging)):
+                                (origin != RTPROT_NETCFG and netns not in self.purging
+                                 and not replace)):
             return False   # the kernel's own, or another program's where purge is off
         if netns in self.purging or kind not in ("link", "address", "route") or not ifindex:
             return True

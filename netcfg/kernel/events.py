@@ -28,7 +28,8 @@ from netcfg.kernel.nl import SO_RCVBUFFORCE, OwnsSocket, force_buffer
 from netcfg.model.errors import NetcfgError
 from netcfg.netlink.nlmsg import (IFA_PROTO, IFADDRMSG, IFINFOMSG, IFLA_IFNAME,
                                   NETLINK_ADD_MEMBERSHIP, NETLINK_LISTEN_ALL_NSID, NETLINK_ROUTE,
-                                  NETNSA_NSID, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN,
+                                  NETNSA_NSID, NLM_F_REPLACE, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP,
+                                  NLMSG_OVERRUN,
                                   RTA_OIF, RTM_DELADDR, RTM_DELLINK, RTM_DELNSID, RTM_DELROUTE,
                                   RTM_DELTUNNEL, RTM_DELVLAN, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNSID,
                                   RTM_NEWROUTE, RTM_NEWTUNNEL, RTM_NEWVLAN, RTMSG, S32, SOL_NETLINK,
@@ -85,6 +86,8 @@ class Event:
     ``target_nsid`` is the id that was assigned or released. ``origin`` is
     who made an address (IFA_PROTO: 1-3 the kernel) or a route
     (rtm_protocol: 2 the kernel, 9 router advertisements, 110 netcfg).
+    ``replace``: a route that took the place of another (NLM_F_REPLACE), whose
+    protocol says nothing of the route it replaced (issue 24, M14).
     """
 
     nsid: int | None
@@ -95,6 +98,7 @@ class Event:
     deleted: bool = False
     target_nsid: int | None = None
     origin: int = 0
+    replace: bool = False
 
 
 class EventSocket(OwnsSocket):
@@ -161,7 +165,7 @@ class EventSocket(OwnsSocket):
 
 
 def _decode(data: memoryview, nsid: int | None) -> Iterator[Event]:
-    for msg_type, _flags, _seq, payload in iter_messages(data):
+    for msg_type, flags, _seq, payload in iter_messages(data):
         if msg_type in (NLMSG_NOOP, NLMSG_DONE, NLMSG_ERROR):
             continue
         if msg_type == NLMSG_OVERRUN:
@@ -183,7 +187,8 @@ def _decode(data: memoryview, nsid: int | None) -> Iterator[Event]:
         elif kind == ROUTE:
             oif = parse_attrs(payload, RTMSG.size, {RTA_OIF}).get(RTA_OIF)
             yield Event(nsid, kind, msg_type, U32.unpack_from(oif)[0] if oif is not None else 0,
-                        "", deleted, origin=RTMSG.unpack_from(payload)[5])
+                        "", deleted, origin=RTMSG.unpack_from(payload)[5],
+                        replace=bool(flags & NLM_F_REPLACE))
         elif kind == NEIGH:
             if is_remote_event(payload):
                 yield Event(nsid, kind, msg_type, NDMSG.unpack_from(payload)[1], "", deleted)

@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import time
 
 import pytest
+from kernel_env import veth_tenants
+from test_netcfgd import REPAIR_BOUND_S, make_daemon, wait_for  # noqa: F401 (a fixture)
 
 from netcfg.apply.execute import ApplyFailed, RevertFailed, apply, revert
 from netcfg.compile.pipeline import ConfigSource, compile_config
@@ -112,3 +115,27 @@ def test_a_revert_does_not_recreate_a_device_the_purge_deleted(session, tmp_path
     assert link("fbr", "p") is None
     assert not [d for d in ip("-n", "p", "link", "show", "group", str(NETCFG_GROUP))
                 if d and d.get("ifname") != "br0"]   # ip prints {} for the others
+
+
+# ---------------------------------------------------------------- events (M14)
+
+def test_a_foreign_route_replace_is_repaired_when_its_event_arrives(make_daemon):
+    """M14: another program's `ip route replace` of netcfg's default route
+    (RTM_NEWROUTE with NLM_F_REPLACE, its own protocol) was dropped as
+    'another program's route' and left until the 10-minute resync. Now the
+    replace dirties the namespace and the next pass puts netcfg's back."""
+    daemon = make_daemon(veth_tenants(["t1"]))
+    time.sleep(1)   # settled: no pass of its start-up left to mask the event's
+
+    def default_protocol():
+        routes = [r for r in ip("-n", "t1", "route", "show", "default")]
+        return [str(r.get("protocol")) for r in routes]
+
+    ours = default_protocol()
+    assert len(ours) == 1
+    subprocess.run(["ip", "-n", "t1", "route", "replace", "default", "via", "10.0.1.1",
+                    "proto", "bird"], check=True)
+    assert default_protocol() == ["bird"]
+    wait_for(lambda: default_protocol() == ours, REPAIR_BOUND_S,
+             "netcfg's default route back after a foreign replace")
+    print(daemon.status()["counters"])
