@@ -107,7 +107,7 @@ def test_a_restarted_daemon_reverts_a_change_nobody_confirmed(make_daemon, tmp_p
     daemon.proc.send_signal(signal.SIGKILL)     # the watchdog, a crash
     daemon.proc.wait()
     code, _out, err = finished(client)
-    assert code == 3 and "reverts the change when it starts again" in err, err
+    assert code == 4 and "stays in force" in err and "reverts the change when it starts again" in err, err
     assert addresses("red", "eth0") == AFTER    # nobody reverted it yet
 
     daemon.start()        # READY=1 after its first pass: the revert
