@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import faulthandler
 import gc
 import json
@@ -210,6 +211,7 @@ class Daemon:
     def close(self) -> None:
         if self.reconciler is not None:
             self.reconciler.hooks.close()
+            self.reconciler.interface_hooks.close()   # its worker's children: killed
         for conn in self.clients:
             conn.close()
         for thing in (self.control, self.events, self.watch, self.session):
@@ -506,8 +508,11 @@ class Daemon:
         is on trial: reverted at the deadline unless `netcfg confirm` comes.
         ``compiled``: what ``desired`` was compiled from, for its lines for
         other packages' hooks (if-*.d scripts see them as IF_*)."""
-        hooks = self.hook_settings.with_config(compiled)
         assert self.reconciler is not None and self.session is not None
+        # A client's apply runs its hooks in the loop (its answer waits for them):
+        # bounded as the worker's are, below the unit's WatchdogSec (issue 23 H5).
+        hooks = dataclasses.replace(self.hook_settings.with_config(compiled),
+                                    timeout_s=self.reconciler.interface_hooks.timeout_s)
         if dry_run:
             return apply(desired, self.session, lower_enabled=lower_enabled, dry_run=True,
                          selection=selection, hooks=hooks), None

@@ -172,6 +172,7 @@ def format_status(status: dict[str, Any]) -> str:
             state = f"ok, {ns['repairs']} repairs" if ns["repairs"] else "ok"
         lines.append(NAMESPACES.format(ns["name"] or "(host)", ns["policy"], ns["objects"], state))
         lines += [f"    {d}" for d in ns["drift"][:20]]
+        lines += [f"    hook: {h}" for h in ns.get("hooks") or ()]
     lines += _storage_lines(status.get("storage") or {})
     return "\n".join(lines) + "\n"
 

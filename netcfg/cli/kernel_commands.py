@@ -298,6 +298,9 @@ def _apply_through(daemon: Any, args: argparse.Namespace) -> int:
         print(f"applied: {summary['operations']} operations in {summary['batches']} batches, "
               f"{summary['requests']} netlink requests, verified (by netcfgd)"
               + (", confirmed" if trial is not None else ""))
+        # What DHCP clients and hooks did there reaches the client too (issue 23 M15).
+        for line in [*summary.get("dhcp", ()), *summary.get("hooks", ())]:
+            print(f"applied: {line}")
     return _storage_report(answer.get("storage") or {})
 
 
