@@ -70,7 +70,11 @@ def test_netcfgd_repairs_and_reloads_keep_hook_pairs_balanced(tmp_path, daemons)
     daemon = Netcfgd(tmp_path, path, run_dir=run,
                      args=("--network-dir", str(network))).start()
     daemons.append(daemon)
-    wait_for(lambda: len(rules(110)) == 1 and len(rules(120)) == 1, REPAIR_BOUND_S,
+    # Hooks run beside netcfgd's loop, one line after another: the rule can be
+    # there before the next line (the log's) ran.
+    wait_for(lambda: len(rules(110)) == 1 and len(rules(120)) == 1 and log.exists()
+             and len(log.read_text().splitlines()) == 2 and calls.exists()
+             and len(calls.read_text().splitlines()) == 2, REPAIR_BOUND_S,
              "netcfgd bringing hn0 and hn1 up with their post-up lines")
     assert sorted(calls.read_text().splitlines()) == ["hn0 inet start", "hn1 inet start"]
 
