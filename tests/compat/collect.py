@@ -182,6 +182,28 @@ MORE_SOURCES = (
     ("Cherish0221/OpenStack_controller", "openstack-lxc-hosts", NO_LICENCE, r"^interfaces$",
      None),
     ("0x00-pl/lxc_simple_config", "openstack-lxc-hosts", NO_LICENCE, r"^interfaces$", None),
+    ("Cherish0221/OpenStack_compute1", "openstack-lxc-hosts", NO_LICENCE, r"^interfaces$",
+     None),
+    ("AmpereComputing/openstack-kolla-ampere-aio-scripts", "openstack-lxc-hosts",
+     "Apache-2.0", r"^etc/network/interfaces", None),
+    ("Biohazardhpk/OpenStack-Liberty-Install-Script", "openstack-lxc-hosts", "GPL-2.0",
+     None, r"^README\.md$"),
+    ("CedrX/network-interfaces-openvswitch", "openstack-lxc-hosts", NO_LICENCE,
+     r"^interfaces$", None),
+    ("Andreansx/proxmox-nginx-vm-setup", "proxmox-hosts", NO_LICENCE, r"^interfaces$",
+     r"^README\.md$"),
+    # Debian routers and servers kept in git by their admins.
+    ("Razuuu/debian-router", "debian-hosts", NO_LICENCE, r"^etc/network/interfaces$", None),
+    ("LENS-energie/routerconfig", "debian-hosts", NO_LICENCE, r"^etc/network/interfaces$",
+     None),
+    ("Esysteme/188.165.203.-", "debian-hosts", NO_LICENCE, r"^etc/network/interfaces$", None),
+    ("ResEl-TB/debian8-reference", "debian-hosts", NO_LICENCE,
+     r"^etc/network/interfaces\.sample$", None),
+    ("AS206729/bird2", "debian-hosts", "MIT", r"^interfaces$", None),
+    ("ACM-USAL/routerbox", "debian-hosts", NO_LICENCE, r"^interfaces(\.default)?$", None),
+    ("BenJule/local_infra", "debian-hosts", NO_LICENCE, r"^etc/network/interfaces(\.d/.*)?$",
+     None),
+    ("Navok85/lancache", "debian-hosts", NO_LICENCE, r"^etc/network/interfaces$", None),
     ("ffdon/technik-meta", "freifunk-gateways", NO_LICENCE, None, r"\.rst$"),
     ("freifunk-mwu/technik-meta", "freifunk-gateways", NO_LICENCE, None, r"\.rst$"),
 )
@@ -251,7 +273,10 @@ def from_more_sources(corpus: Corpus, gits: dict[str, str]) -> None:
             continue
         gdir = git_dir(gits[repo])
         rev = git(gdir, "rev-parse", "HEAD").strip()
+        # The repository's name alone, or with its owner where two share it (forks).
         short = repo.split("/")[1]
+        if sum(r[0].split("/")[1] == short for r in MORE_SOURCES) > 1:
+            short = repo.replace("/", "-")
         url = f"github.com/{repo}"
         for path in git(gdir, "ls-tree", "-r", "--name-only", rev).splitlines():
             if whole and re.search(whole, path):
