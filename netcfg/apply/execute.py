@@ -54,8 +54,9 @@ from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, OVS_ACTIONS,
                              REMOVALS, ROUTE_ADD, Operation)
 from netcfg.plan.planner import Plan, build_plan
-from netcfg.plan.scope import (GroupDeletes, Selection, dhcp_devices, group_deletes, managed_view,
-                               purge_target, without_namespaces)
+from netcfg.plan.scope import (GroupDeletes, Selection, dhcp_devices, group_deletes,
+                               keep_guest_bridges, managed_view, purge_target,
+                               without_namespaces)
 
 Key = tuple[str, str]
 
@@ -235,7 +236,11 @@ def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (
              for n in sorted(existing_used - made)]
     with gc_paused():
         before = scope.current()
-        after = without_namespaces(before, set(targets), {n for n in used if n in made})
+        dead = {n for n in used if n in made}
+        after = without_namespaces(before, set(targets), dead)
+        # A bridge of netcfg's with a guest's port on it stays (issue 24).
+        after, kept = keep_guest_bridges(after, before, besides=dead)
+        notes += kept
     result = _converge(after, before, scope, dry_run=dry_run, hooks=hooks,
                        stopping=set(targets), notes=notes)
     if not dry_run:

@@ -204,18 +204,22 @@ def guest_devices(desired: Model, current: Model, managed: Mapping[str, Collecti
     return guests
 
 
-def keep_guest_bridges(target: Model, current: Model) -> tuple[Model, list[str]]:
+def keep_guest_bridges(target: Model, current: Model,
+                       besides: Collection[str] = ()) -> tuple[Model, list[str]]:
     """Bridges of ``current`` (the managed view) that still have ports
     netcfg does not manage (a guest's tap or veth, another program's
     device: outside the view) are never deleted or re-created, which would
     take those ports off them: one the config dropped stays, without its
     addresses and routes, only its foreign ports on it (netcfg's own are
     released), and goes once they have left; one whose change needs a
-    re-create keeps those attributes as they are. Warnings say which."""
+    re-create keeps those attributes as they are. Warnings say which.
+    ``besides``: namespaces going away whole (down()), where nothing stays.
+    Also down()'s rule: `down --all` took netcfg's bridge from under a VM's
+    tap (issue 24)."""
     kept: dict[Key, ConfigObject] = {}
     notes = []
     for key, cur in current.interfaces.items():
-        if cur.kind != "bridge":
+        if cur.kind != "bridge" or key[0] in besides:
             continue
         foreign = [p for p in cur.attrs.get(BRIDGE_PORTS, ()) if (key[0], p) not in
                    current.interfaces]

@@ -139,3 +139,46 @@ def test_a_foreign_route_replace_is_repaired_when_its_event_arrives(make_daemon)
     wait_for(lambda: default_protocol() == ours, REPAIR_BOUND_S,
              "netcfg's default route back after a foreign replace")
     print(daemon.status()["counters"])
+
+
+# ---------------------------------------------------------------- down (item 3)
+
+GUEST_BRIDGE = textwrap.dedent("""\
+    auto vmbr9
+    iface vmbr9
+        bridge-ports none
+        address 10.89.0.1/24
+    """)
+
+
+def test_down_all_leaves_a_bridge_with_a_guest_on_it(tmp_path, netns_dir, monkeypatch):
+    """`netcfg down --all` deleted netcfg's bridge under a VM's tap: the tap
+    was left with no master. Now the bridge stays, with only the tap on it,
+    and the plan says why; its address goes (down takes netcfg's config)."""
+    import contextlib
+    import io
+
+    from netcfg.cli.main import main
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "net.tmpl").write_text(GUEST_BRIDGE)
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    try:
+        assert main(["apply", "-c", str(cfg)]) == 0
+        subprocess.run(["ip", "tuntap", "add", "tap100i0", "mode", "tap"], check=True)
+        subprocess.run(["ip", "link", "set", "tap100i0", "master", "vmbr9", "up"], check=True)
+        tap = identity("tap100i0")
+        assert tap[3] == "vmbr9"
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            assert main(["down", "-c", str(cfg), "--all", "--dry-run"]) == 0
+            code = main(["down", "-c", str(cfg), "--all"])
+        assert code == 0, said.getvalue()
+        assert "vmbr9: cannot remove bridge" in said.getvalue()
+        assert "port tap100i0 is present" in said.getvalue()
+        assert identity("tap100i0") == tap
+        assert [a["local"] for a in ip("addr", "show", "vmbr9")[0]["addr_info"]
+                if a["family"] == "inet"] == []
+    finally:
+        subprocess.run(["ip", "link", "delete", "tap100i0"], capture_output=True)
+        subprocess.run(["ip", "link", "delete", "vmbr9"], capture_output=True)
