@@ -13,25 +13,20 @@ Set NETCFG_UPDATE_GOLDEN=1 to rewrite the expected files (then review the diff).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from netcfg.cli.main import main
+from clirun import netcfg_in_process
 
 CASES = Path(__file__).parent / "cases"
 UPDATE = os.environ.get("NETCFG_UPDATE_GOLDEN") == "1"
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
+    return netcfg_in_process(*argv)
 
 
 def case_dirs() -> list[Path]:

@@ -7,15 +7,13 @@ showed only `- netns-del t2`. State is read back with `ip -j`."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 
 import pytest
+from clirun import netcfg_in_process as cli
 from kernel_env import remove_what_netcfg_made
 
-from netcfg.cli.main import main
 
 # t2 is used by the config; whether netcfg made it depends on the test.
 CONFIG = """\
@@ -43,13 +41,6 @@ def links(netns: str = "") -> list[str]:
 
 def namespaces() -> list[str]:
     return sorted(line.split()[0] for line in ip("netns", "list").splitlines())
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -6,23 +6,14 @@ alias's `post-up` line was printed as a stanza line and ran as root."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import subprocess
 
 import pytest
+from clirun import netcfg_in_process as cli
 from kernel_env import remove_what_netcfg_made
 
-from netcfg.cli.main import main
 
 ALIAS = "tenant one\n    post-up touch {}\n#"
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
