@@ -10,6 +10,9 @@ and the message names the attribute's line (apply/refusal.py).
 
 from __future__ import annotations
 
+import dataclasses
+import errno
+
 from netcfg.apply.refusal import Refused
 from netcfg.kernel.ethtool import LinkModes, set_link_modes
 from netcfg.kernel.nl import NetlinkError
@@ -25,6 +28,19 @@ def configure(op: Operation, session: KernelSession) -> int:
         return 0
     params = op.params
     modes = LinkModes(params.get(AUTONEG), params.get(SPEED), params.get(DUPLEX))
+    state = session.states.get(op.netns)
+    kind = state.kernel_kinds.get(op.name) if state is not None else None
+    if kind is not None:
+        # Not a NIC: a tun accepts the SET and keeps it, but reading every
+        # tap's modes back would cost each read a request per tap (a host of
+        # VMs has hundreds), so the modes are refused, never sent: before,
+        # verification failed on every apply while the SET stayed (issue 24, L2).
+        # Said of the link-mode attributes alone, so at the first one's line.
+        asked = dataclasses.replace(op, params={a: v for a, v in params.items()
+                                                if a in (SPEED, DUPLEX, AUTONEG)})
+        raise Refused(asked, NetlinkError(errno.EOPNOTSUPP, 0, tag=asked),
+                      f" ({op.name} is a {kind} device, not a NIC: it has no link speed, "
+                      f"duplex or autonegotiation to set; remove the line)")
     try:
         return set_link_modes(session.genl, op.netns, op.name, modes, tag=op)
     except NetlinkError as e:

@@ -182,3 +182,31 @@ def test_down_all_leaves_a_bridge_with_a_guest_on_it(tmp_path, netns_dir, monkey
     finally:
         subprocess.run(["ip", "link", "delete", "tap100i0"], capture_output=True)
         subprocess.run(["ip", "link", "delete", "vmbr9"], capture_output=True)
+
+
+# ---------------------------------------------------------------- L2
+
+def test_link_speed_on_a_tap_is_refused_at_its_line(tmp_path, netns_dir, monkeypatch):
+    """L2: tun accepts the SET but is no NIC; netcfg did not read it back, so
+    every apply failed 'verification' with the SET left in place. Now the
+    line is refused before anything is sent, and the tap is as it was."""
+    import contextlib
+    import io
+
+    from netcfg.cli.main import main
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "net.tmpl").write_text("auto tap7\niface tap7\n    mtu 1400\n    link-speed 1000\n")
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    subprocess.run(["ip", "tuntap", "add", "tap7", "mode", "tap"], check=True)
+    try:
+        before = link("tap7")
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            code = main(["apply", "-c", str(cfg)])
+        assert code == 3, said.getvalue()
+        assert f"{cfg}/net.tmpl:4: error: tap7" in said.getvalue()
+        assert "tun device, not a NIC" in said.getvalue()
+        assert link("tap7")["mtu"] == before["mtu"]     # the rest was reverted
+    finally:
+        subprocess.run(["ip", "link", "delete", "tap7"], capture_output=True)
