@@ -18,8 +18,8 @@ import errno
 from netcfg.kernel.nl import NetlinkError
 from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
 from netcfg.model.model import ConfigObject, Model
-from netcfg.plan.ops import (ADDR_ADD, LINK_ADD, MASTER_SET, ROUTE_ADD, VLAN_ADD, VLAN_DEL,
-                             VNI_ADD, Operation)
+from netcfg.plan.ops import (ADDR_ADD, LINK_ADD, LINK_SET, MASTER_SET, ROUTE_ADD, VLAN_ADD,
+                             VLAN_DEL, VNI_ADD, Operation)
 
 # The attribute whose line asked for an action, where it is not a param name.
 _ASKED_BY = {ADDR_ADD: "address", ROUTE_ADD: "route", VLAN_ADD: "bridge-vids",
@@ -82,6 +82,14 @@ def _asking_line(op: Operation, obj: ConfigObject, wanted: Model):
 
 def _hint(op: Operation, failure: NetlinkError) -> str:
     kind = op.params.get("kind")
+    if failure.errno == errno.EOPNOTSUPP and _turns_on_vlan_filtering(op) and \
+            "Unknown device type" not in (failure.kernel_message or ""):
+        # The kernel has bridges (else: 'Unknown device type') but answers a
+        # VLAN-aware one with EOPNOTSUPP: it was built without VLAN filtering
+        # (issue 24: this said "the running kernel has no bridge devices").
+        return ("; the running kernel has no bridge VLAN filtering "
+                "(CONFIG_BRIDGE_VLAN_FILTERING): bridges work, VLAN-aware ones do not; "
+                "use a kernel built with it, or remove bridge-vlan-aware")
     if op.action == LINK_ADD and kind and failure.errno == errno.EOPNOTSUPP:
         module = _MODULE_OF_KIND.get(str(kind), str(kind))
         return (f"; the running kernel has no {kind} devices: load its module "
@@ -93,3 +101,11 @@ def _hint(op: Operation, failure: NetlinkError) -> str:
         return ("; the device is not a Linux bridge with VLAN filtering or a port of one, or "
                 "the kernel has no bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING)")
     return ""
+
+
+def _turns_on_vlan_filtering(op: Operation) -> bool:
+    """A bridge made or changed VLAN-aware (the param on a link-add, the
+    attribute on an in-place link-set)."""
+    return op.action in (LINK_ADD, LINK_SET) and any(
+        op.params.get(key) not in (None, False, 0, "no")
+        for key in ("vlan_filtering", "bridge-vlan-aware"))

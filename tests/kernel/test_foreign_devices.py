@@ -210,3 +210,42 @@ def test_link_speed_on_a_tap_is_refused_at_its_line(tmp_path, netns_dir, monkeyp
         assert link("tap7")["mtu"] == before["mtu"]     # the rest was reverted
     finally:
         subprocess.run(["ip", "link", "delete", "tap7"], capture_output=True)
+
+
+# ---------------------------------------------------------------- VLAN filtering missing
+
+def kernel_has_vlan_filtering() -> bool:
+    made = subprocess.run(["ip", "link", "add", "vfprobe0", "type", "bridge", "vlan_filtering",
+                           "1"], capture_output=True).returncode == 0
+    subprocess.run(["ip", "link", "delete", "vfprobe0"], capture_output=True)
+    return made
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["made", "changed-in-place"])
+def test_a_vlan_aware_bridge_on_a_kernel_without_vlan_filtering_says_so(
+        tmp_path, netns_dir, monkeypatch, existing):
+    """The host kernel here has bridges but no CONFIG_BRIDGE_VLAN_FILTERING:
+    the refusal said 'the running kernel has no bridge devices'."""
+    if kernel_has_vlan_filtering():
+        pytest.skip("this kernel has bridge VLAN filtering (the VM tier's does)")
+    import contextlib
+    import io
+
+    from netcfg.cli.main import main
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    plain = "auto vmbr5\niface vmbr5\n    bridge-ports none\n"
+    try:
+        if existing:
+            (cfg / "net.tmpl").write_text(plain)
+            assert main(["apply", "-c", str(cfg)]) == 0
+        (cfg / "net.tmpl").write_text(plain + "    bridge-vlan-aware yes\n")
+        said = io.StringIO()
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            code = main(["apply", "-c", str(cfg)])
+        assert code == 3, said.getvalue()
+        assert "no bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING)" in said.getvalue()
+        assert "no bridge devices" not in said.getvalue()
+    finally:
+        subprocess.run(["ip", "link", "delete", "vmbr5"], capture_output=True)
