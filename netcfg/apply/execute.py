@@ -54,9 +54,9 @@ from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, OVS_ACTIONS,
                              REMOVALS, ROUTE_ADD, Operation)
 from netcfg.plan.planner import Plan, build_plan
-from netcfg.plan.scope import (GroupDeletes, Selection, dhcp_devices, group_deletes,
-                               keep_guest_bridges, managed_view, purge_target,
-                               without_namespaces)
+from netcfg.plan.scope import (ForeignPortsRefused, GroupDeletes, Selection, dhcp_devices,
+                               foreign_port_drops, group_deletes, keep_guest_bridges,
+                               managed_view, purge_target, without_namespaces)
 
 Key = tuple[str, str]
 
@@ -147,14 +147,16 @@ class _Scope:
 def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
           dry_run: bool = False, selection: Selection | None = None,
           lowered: tuple[Model, Any] | None = None, narrow: bool = False,
-          hooks: HookSettings | None = None) -> ApplyResult:
+          hooks: HookSettings | None = None, force: bool = False) -> ApplyResult:
     """``lowered``: lower(desired) done once by the caller (netcfgd keeps it
     between passes). ``narrow``: with a selection, read only the namespaces
     the selection reaches in the desired model (netcfgd's passes, whose cost
     must not grow with the namespaces it did not touch); the CLI reads all.
     ``hooks``: where if-*.d scripts are and the hook record is
     (netcfg/apply/hooks.py; default HookSettings(): the record in netcfg's
-    run dir, no scripts)."""
+    run dir, no scripts). ``force``: re-create a bridge whose change needs it
+    even though ports netcfg does not manage are on it (they are dropped);
+    without it such an apply is refused before anything is written."""
     with gc_paused():
         target, lowering = lowered if lowered is not None else lower(desired,
                                                                      enabled=lower_enabled)
@@ -186,7 +188,16 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
             target, before = selection.cut(target, scope.keys), selection.cut(before, scope.keys)
         kinds = {(n, name): kind for n in purge if n in session.states
                  for name, kind in session.states[n].kernel_kinds.items()}
-        wanted, notes = purge_target(target, before, purge, kinds)
+        # A re-create that would take other programs' ports off a bridge
+        # (issue 24): refused unless forced; a dry run says so.
+        drops = [] if force else foreign_port_drops(target, before)
+        if drops and not dry_run:
+            dhcp.restart(stopped)
+            raise ForeignPortsRefused(
+                "refused, nothing was changed: " + "; ".join(drops) + ". Move those ports "
+                "off first, or apply --force to re-create the bridge without them")
+        wanted, notes = purge_target(target, before, purge, kinds, force=force)
+        notes.extend(f"apply refuses this without --force: {drop}" for drop in drops)
     try:
         result = _converge(wanted, before, scope, dry_run=dry_run, lowering=lowering,
                            notes=notes, hooks=hooks)

@@ -15,7 +15,8 @@ from typing import Collection, Iterable, Mapping
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, PEER
 from netcfg.kinds.veth import PEER_NAME, PEER_NETNS
-from netcfg.model.errors import UsageError, did_you_mean, quote
+from netcfg.model.errors import (EXIT_INVALID_CONFIG, NetcfgError, UsageError, did_you_mean,
+                                 quote)
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 from netcfg.model.tags import NETCFG_GROUP
 from netcfg.plan.addresses import dhcp_owned
@@ -24,6 +25,13 @@ from netcfg.plan.ops import LINK_DEL, Operation
 from netcfg.plan.planner import Plan
 
 Key = tuple[str, str]
+
+
+class ForeignPortsRefused(NetcfgError):
+    """apply without --force of a change that re-creates a bridge with ports
+    netcfg does not manage on it (issue 24). Nothing was written (exit 1)."""
+
+    exit_code = EXIT_INVALID_CONFIG
 
 # What a device the config does not declare loses in a purge namespace, when
 # netcfg cannot delete it (physical, lo, a kind it does not know).
@@ -128,15 +136,15 @@ def connected(keys: set[Key], models: Iterable[Model]) -> set[Key]:
     return out
 
 def purge_target(target: Model, current: Model, purge: Collection[str],
-                 kernel_kinds: Mapping[Key, str]) -> tuple[Model, list[str]]:
+                 kernel_kinds: Mapping[Key, str], force: bool = False) -> tuple[Model, list[str]]:
     """What purge namespaces should hold: what the config declares, plus the
     devices netcfg never deletes (physical ones, ``lo``, kinds it does not
     know) as they are, without addresses, routes or a master the config does
     not give them. Undeclared devices of kinds netcfg creates are absent, so
     the diff deletes them. Notes say what was left and why. In every
     namespace, a bridge with ports netcfg does not manage is kept
-    (keep_guest_bridges)."""
-    target, notes = keep_guest_bridges(target, current)
+    (keep_guest_bridges; ``force``: apply --force, re-created anyway)."""
+    target, notes = keep_guest_bridges(target, current, force=force)
     kept: dict[Key, ConfigObject] = {}
     for key, cur in current.interfaces.items():
         if key[0] not in purge or key in target.interfaces:
@@ -204,29 +212,23 @@ def guest_devices(desired: Model, current: Model, managed: Mapping[str, Collecti
     return guests
 
 
-def keep_guest_bridges(target: Model, current: Model,
-                       besides: Collection[str] = ()) -> tuple[Model, list[str]]:
+def keep_guest_bridges(target: Model, current: Model, besides: Collection[str] = (),
+                       force: bool = False) -> tuple[Model, list[str]]:
     """Bridges of ``current`` (the managed view) that still have ports
     netcfg does not manage (a guest's tap or veth, another program's
     device: outside the view) are never deleted or re-created, which would
     take those ports off them: one the config dropped stays, without its
     addresses and routes, only its foreign ports on it (netcfg's own are
     released), and goes once they have left; one whose change needs a
-    re-create keeps those attributes as they are. Warnings say which.
-    ``besides``: namespaces going away whole (down()), where nothing stays.
-    Also down()'s rule: `down --all` took netcfg's bridge from under a VM's
-    tap (issue 24)."""
+    re-create keeps those attributes as they are, unless ``force`` (apply
+    --force: re-created, the ports dropped; without it apply refuses, see
+    foreign_port_drops). Warnings say which. ``besides``: namespaces going
+    away whole (down()), where nothing stays. Also down()'s rule: `down
+    --all` took netcfg's bridge from under a VM's tap (issue 24)."""
     kept: dict[Key, ConfigObject] = {}
     notes = []
-    for key, cur in current.interfaces.items():
-        if cur.kind != "bridge" or key[0] in besides:
-            continue
-        foreign = [p for p in cur.attrs.get(BRIDGE_PORTS, ()) if (key[0], p) not in
-                   current.interfaces]
-        if not foreign:
-            continue
+    for key, cur, want, foreign in _bridges_with_foreign_ports(target, current, besides):
         ports = ", ".join(foreign)
-        want = target.interfaces.get(key)
         if want is None:
             attrs = {a: v for a, v in cur.attrs.items() if a not in PURGED_ATTRIBUTES}
             attrs[BRIDGE_PORTS] = foreign
@@ -236,28 +238,67 @@ def keep_guest_bridges(target: Model, current: Model,
                          f"{ports} is present (not in the config, not netcfg's: a guest's or "
                          f"another program's); kept without its addresses and routes, its "
                          f"other ports released; it goes once no such port is left")
+            continue
+        why = _recreation(want, cur)
+        if why is None:
+            continue
+        if force:
+            notes.append(f"warning: {cur.name}: --force: {cur.label()} is re-created ({why}), "
+                         f"which drops port {ports} (not netcfg's: a guest's or another "
+                         f"program's); plug it back in yourself")
         elif want.kind != cur.kind:
             kept[key] = cur
             notes.append(f"warning: {cur.name}: cannot make {cur.label()} a {want.kind}: bridge "
                          f"port {ports} is present (not netcfg's); the bridge is kept as it is")
         else:
-            changes = immutable_changes(want, cur)
-            if not changes:
-                continue
             attrs = dict(want.attrs)
-            for attribute in changes:
+            for attribute in immutable_changes(want, cur):
                 if attribute in cur.attrs:
                     attrs[attribute] = cur.attrs[attribute]
                 else:
                     attrs.pop(attribute, None)
             kept[key] = dataclasses.replace(want, attrs=attrs)
-            notes.append(f"warning: {cur.name}: {', '.join(changes)} of {cur.label()} changes "
-                         f"only by re-creating the bridge, which would drop port {ports} (not "
+            notes.append(f"warning: {cur.name}: {why} of {cur.label()} changes only by "
+                         f"re-creating the bridge, which would drop port {ports} (not "
                          f"netcfg's: a guest's or another program's); left as it is until no "
                          f"such port is on it")
     if not kept:
         return target, notes
     return dataclasses.replace(target, interfaces={**target.interfaces, **kept}), notes
+
+
+def foreign_port_drops(target: Model, current: Model) -> list[str]:
+    """One line per bridge whose change needs a re-create that would take
+    ports netcfg does not manage off it: what apply refuses without --force
+    (issue 24). Changes the kernel makes in place (VLAN filtering, and every
+    attribute not declared immutable) never get here."""
+    out = []
+    for _key, cur, want, foreign in _bridges_with_foreign_ports(target, current, ()):
+        why = _recreation(want, cur) if want is not None else None
+        if why is not None:
+            out.append(f"{cur.label()}: {why} needs the bridge re-created, which would drop "
+                       f"port {', '.join(foreign)} (not in the config, not netcfg's: a "
+                       f"guest's or another program's)")
+    return out
+
+
+def _bridges_with_foreign_ports(target: Model, current: Model, besides: Collection[str]):
+    """(key, current bridge, its wanted object or None, its foreign ports)."""
+    for key, cur in current.interfaces.items():
+        if cur.kind != "bridge" or key[0] in besides:
+            continue
+        foreign = [p for p in cur.attrs.get(BRIDGE_PORTS, ()) if (key[0], p) not in
+                   current.interfaces]
+        if foreign:
+            yield key, cur, target.interfaces.get(key), foreign
+
+
+def _recreation(want: ConfigObject, cur: ConfigObject) -> str | None:
+    """Why making ``cur`` into ``want`` needs a re-create, or None."""
+    if want.kind != cur.kind:
+        return f"becoming a {want.kind}"
+    changes = immutable_changes(want, cur)
+    return ", ".join(changes) if changes else None
 
 
 def creatable(kind: str) -> bool:

@@ -21,6 +21,7 @@ from test_netcfgd import REPAIR_BOUND_S, make_daemon, wait_for  # noqa: F401 (a 
 from netcfg.apply.execute import ApplyFailed, RevertFailed, apply, revert
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.tags import NETCFG_GROUP
+from netcfg.plan.scope import ForeignPortsRefused
 
 CONFIG = textwrap.dedent("""\
     netns p
@@ -249,3 +250,32 @@ def test_a_vlan_aware_bridge_on_a_kernel_without_vlan_filtering_says_so(
         assert "no bridge devices" not in said.getvalue()
     finally:
         subprocess.run(["ip", "link", "delete", "vmbr5"], capture_output=True)
+
+
+# ---------------------------------------------------------------- re-create with guests (item 2)
+
+def test_a_recreate_that_drops_a_guest_is_refused_unless_forced(session, tmp_path):
+    """A change the kernel cannot make in place (here the bridge becomes a
+    veth) re-creates the device, which takes a VM's tap off it. The dry run
+    names the tap; apply refuses and writes nothing; apply(force=True) does
+    it. Before: kept as it was, with a warning, and apply said 'verified'."""
+    bridge = "auto vmbr8\niface vmbr8\n    bridge-ports none\n"
+    veth = "auto vmbr8\niface vmbr8\n    link-type veth\n    veth-peer-name vmbr8p\n"
+    assert apply(model_of(tmp_path, bridge), session).verified
+    subprocess.run(["ip", "tuntap", "add", "tap108i0", "mode", "tap"], check=True)
+    try:
+        subprocess.run(["ip", "link", "set", "tap108i0", "master", "vmbr8", "up"], check=True)
+        tap = identity("tap108i0")
+        dry = apply(model_of(tmp_path, veth), session, dry_run=True)
+        assert any("refuses this without --force" in n and "tap108i0" in n
+                   for n in dry.plan.notes), dry.plan.notes
+        with pytest.raises(ForeignPortsRefused, match="tap108i0") as refused:
+            apply(model_of(tmp_path, veth), session)
+        assert refused.value.exit_code == 1 and "--force" in str(refused.value)
+        assert identity("tap108i0") == tap and link("vmbr8")["linkinfo"]["info_kind"] == "bridge"
+        forced = apply(model_of(tmp_path, veth), session, force=True)
+        assert forced.verified
+        assert link("vmbr8")["linkinfo"]["info_kind"] == "veth"
+        assert identity("tap108i0")[3] is None     # dropped, as forced
+    finally:
+        subprocess.run(["ip", "link", "delete", "tap108i0"], capture_output=True)
