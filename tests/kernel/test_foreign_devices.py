@@ -15,6 +15,7 @@ import textwrap
 import time
 
 import pytest
+from clirun import netcfg_in_process as cli
 from kernel_env import veth_tenants
 from test_netcfgd import REPAIR_BOUND_S, make_daemon, wait_for  # noqa: F401 (a fixture)
 
@@ -60,6 +61,18 @@ def model_of(tmp_path, text: str):
     path = tmp_path / "interfaces"
     path.write_text(text)
     return compile_config(ConfigSource(path=str(path))).model
+
+
+@pytest.fixture
+def config(tmp_path, netns_dir):
+    """config(text) -> a config directory holding ``text`` (rewritten on each call)."""
+    directory = tmp_path / "cfg"
+    directory.mkdir()
+
+    def write(text: str) -> str:
+        (directory / "net.tmpl").write_text(text)
+        return str(directory)
+    return write
 
 
 @pytest.fixture
@@ -152,31 +165,23 @@ GUEST_BRIDGE = textwrap.dedent("""\
     """)
 
 
-def test_down_all_leaves_a_bridge_with_a_guest_on_it(tmp_path, netns_dir, monkeypatch):
+def test_down_all_leaves_a_bridge_with_a_guest_on_it(config):
     """`netcfg down --all` deleted netcfg's bridge under a VM's tap: the tap
     was left with no master. Now the bridge stays, with only the tap on it,
     and the plan says why; its address goes (down takes netcfg's config)."""
-    import contextlib
-    import io
-
-    from netcfg.cli.main import main
-    cfg = tmp_path / "cfg"
-    cfg.mkdir()
-    (cfg / "net.tmpl").write_text(GUEST_BRIDGE)
-    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    cfg = config(GUEST_BRIDGE)
     try:
-        assert main(["apply", "-c", str(cfg)]) == 0
+        assert cli("apply", "-c", cfg)[0] == 0
         subprocess.run(["ip", "tuntap", "add", "tap100i0", "mode", "tap"], check=True)
         subprocess.run(["ip", "link", "set", "tap100i0", "master", "vmbr9", "up"], check=True)
         tap = identity("tap100i0")
         assert tap[3] == "vmbr9"
-        said = io.StringIO()
-        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
-            assert main(["down", "-c", str(cfg), "--all", "--dry-run"]) == 0
-            code = main(["down", "-c", str(cfg), "--all"])
-        assert code == 0, said.getvalue()
-        assert "vmbr9: cannot remove bridge" in said.getvalue()
-        assert "port tap100i0 is present" in said.getvalue()
+        code, out, err = cli("down", "-c", cfg, "--all", "--dry-run")
+        assert code == 0, err
+        said = out + err
+        assert "vmbr9: cannot remove bridge" in said and "port tap100i0 is present" in said
+        code, out, err = cli("down", "-c", cfg, "--all")
+        assert code == 0, err
         assert identity("tap100i0") == tap
         assert [a["local"] for a in ip("addr", "show", "vmbr9")[0]["addr_info"]
                 if a["family"] == "inet"] == []
@@ -187,28 +192,18 @@ def test_down_all_leaves_a_bridge_with_a_guest_on_it(tmp_path, netns_dir, monkey
 
 # ---------------------------------------------------------------- L2
 
-def test_link_speed_on_a_tap_is_refused_at_its_line(tmp_path, netns_dir, monkeypatch):
+def test_link_speed_on_a_tap_is_refused_at_its_line(config):
     """L2: tun accepts the SET but is no NIC; netcfg did not read it back, so
     every apply failed 'verification' with the SET left in place. Now the
-    line is refused before anything is sent, and the tap is as it was."""
-    import contextlib
-    import io
-
-    from netcfg.cli.main import main
-    cfg = tmp_path / "cfg"
-    cfg.mkdir()
-    (cfg / "net.tmpl").write_text("auto tap7\niface tap7\n    mtu 1400\n    link-speed 1000\n")
-    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    line is refused and the link modes never sent; the rest is reverted."""
+    cfg = config("auto tap7\niface tap7\n    mtu 1400\n    link-speed 1000\n")
     subprocess.run(["ip", "tuntap", "add", "tap7", "mode", "tap"], check=True)
     try:
         before = link("tap7")
-        said = io.StringIO()
-        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
-            code = main(["apply", "-c", str(cfg)])
-        assert code == 3, said.getvalue()
-        assert f"{cfg}/net.tmpl:4: error: tap7" in said.getvalue()
-        assert "tun device, not a NIC" in said.getvalue()
-        assert link("tap7")["mtu"] == before["mtu"]     # the rest was reverted
+        code, _, err = cli("apply", "-c", cfg)
+        assert code == 3, err
+        assert f"{cfg}/net.tmpl:4: error: tap7" in err and "tun device, not a NIC" in err
+        assert link("tap7")["mtu"] == before["mtu"]
     finally:
         subprocess.run(["ip", "link", "delete", "tap7"], capture_output=True)
 
@@ -223,31 +218,19 @@ def kernel_has_vlan_filtering() -> bool:
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["made", "changed-in-place"])
-def test_a_vlan_aware_bridge_on_a_kernel_without_vlan_filtering_says_so(
-        tmp_path, netns_dir, monkeypatch, existing):
+def test_a_vlan_aware_bridge_on_a_kernel_without_vlan_filtering_says_so(config, existing):
     """The host kernel here has bridges but no CONFIG_BRIDGE_VLAN_FILTERING:
     the refusal said 'the running kernel has no bridge devices'."""
     if kernel_has_vlan_filtering():
         pytest.skip("this kernel has bridge VLAN filtering (the VM tier's does)")
-    import contextlib
-    import io
-
-    from netcfg.cli.main import main
-    cfg = tmp_path / "cfg"
-    cfg.mkdir()
-    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
     plain = "auto vmbr5\niface vmbr5\n    bridge-ports none\n"
     try:
         if existing:
-            (cfg / "net.tmpl").write_text(plain)
-            assert main(["apply", "-c", str(cfg)]) == 0
-        (cfg / "net.tmpl").write_text(plain + "    bridge-vlan-aware yes\n")
-        said = io.StringIO()
-        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
-            code = main(["apply", "-c", str(cfg)])
-        assert code == 3, said.getvalue()
-        assert "no bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING)" in said.getvalue()
-        assert "no bridge devices" not in said.getvalue()
+            assert cli("apply", "-c", config(plain))[0] == 0
+        code, _, err = cli("apply", "-c", config(plain + "    bridge-vlan-aware yes\n"))
+        assert code == 3, err
+        assert "no bridge VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING)" in err
+        assert "no bridge devices" not in err
     finally:
         subprocess.run(["ip", "link", "delete", "vmbr5"], capture_output=True)
 
