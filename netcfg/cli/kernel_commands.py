@@ -53,6 +53,10 @@ def add_commands(sub: Any, config: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse lines that do nothing on this host (another program's "
                         "settings, accepted with a warning otherwise: docs/compat.md)")
+    p.add_argument("--force", action="store_true",
+                   help="re-create a bridge whose change needs it although ports netcfg "
+                        "does not manage (a guest's tap) are on it: they are dropped; "
+                        "without it such an apply is refused and changes nothing")
     p.set_defaults(run=cmd_apply)
 
     p = sub.add_parser("down", parents=[config],
@@ -193,6 +197,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise UsageError("--json-events goes with --confirm (and not with --json)")
     daemon = _daemon()
     if daemon is not None:
+        if args.force:   # not carried by the control protocol (issue 24)
+            daemon.close()
+            raise UsageError("--force is not passed through netcfgd: stop it, apply --force, "
+                             "and start it again")
         return _apply_through(daemon, args)
     selection = Selection(tuple(dict.fromkeys(args.interfaces)), tuple(dict.fromkeys(args.netns)))
     compiled = compile_config(config_source(args))
@@ -207,7 +215,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             session.on_batch = batch_done
             try:
                 result = apply(compiled.model, session, lower_enabled=args.lower == "auto",
-                               dry_run=args.dry_run, selection=selection or None)
+                               dry_run=args.dry_run, selection=selection or None,
+                               force=args.force)
             finally:
                 progress.finish()
         if interrupt.signal_name is not None:   # came during the verify: undo it all

@@ -262,3 +262,23 @@ def test_a_recreate_that_drops_a_guest_is_refused_unless_forced(session, tmp_pat
         assert identity("tap108i0")[3] is None     # dropped, as forced
     finally:
         subprocess.run(["ip", "link", "delete", "tap108i0"], capture_output=True)
+
+
+def test_apply_force_on_the_command_line(config):
+    """The same through `netcfg apply`: refused (exit 1, the port named),
+    then `apply --force` re-creates the device."""
+    bridge = "auto vmbr6\niface vmbr6\n    bridge-ports none\n"
+    assert cli("apply", "-c", config(bridge))[0] == 0
+    subprocess.run(["ip", "tuntap", "add", "tap106i0", "mode", "tap"], check=True)
+    try:
+        subprocess.run(["ip", "link", "set", "tap106i0", "master", "vmbr6"], check=True)
+        cfg = config("auto vmbr6\niface vmbr6\n    link-type veth\n    veth-peer-name vmbr6p\n")
+        code, _, err = cli("apply", "-c", cfg)
+        assert code == 1 and "tap106i0" in err and "--force" in err, err
+        assert identity("tap106i0")[3] == "vmbr6"
+        code, _, err = cli("apply", "-c", cfg, "--force")
+        assert code == 0, err
+        assert link("vmbr6")["linkinfo"]["info_kind"] == "veth"
+    finally:
+        subprocess.run(["ip", "link", "delete", "tap106i0"], capture_output=True)
+        subprocess.run(["ip", "link", "delete", "vmbr6"], capture_output=True)
