@@ -42,6 +42,7 @@ END = "<!-- END acceptance table -->"
 PROXMOX = ("pve-docs", "pve-network")
 sys.path.insert(0, str(HERE))
 import readwith  # noqa: E402
+import peers  # noqa: E402  (tests/compat/peers.py: ifupdown2's and ifupdown's verdicts)
 
 _ERROR = re.compile(r"^(?P<path>\S+?):(?P<line>\d+): error: (?P<message>.*)$")
 # What each refusal is about, so the summary can count files per missing
@@ -160,8 +161,21 @@ def render(results: list[Checked]) -> str:
     lines += [f"Accepted unchanged: **{ok} of {total}** ({100 * ok / total:.0f}%); "
               f"Proxmox (pve-docs + pve-network): **{sum(r.accepted for r in prox)} of "
               f"{len(prox)}**.", "",
-              "| source | files | accepted |", "|---|---:|---:|"]
-    lines += [f"| {s} | {n} | {ok_source[s]} |" for s, n in sorted(by_source.items())]
+              "| source | files | accepted | peer verdict recorded | a peer accepts | "
+              "of those, netcfg accepts |", "|---|---:|---:|---:|---:|---:|"]
+    verdicts = peers.load()["files"]
+    current = {r.name: verdicts.get(r.name) for r in results}
+    current = {name: rec for name, rec in current.items()
+               if rec is not None and rec["digest"] == peers.digest(CORPUS / name)}
+    judged = Counter(n.split("/")[0] for n in current)
+    by_peer = Counter(n.split("/")[0] for n, rec in current.items()
+                      if peers.accepted_by_peer(rec))
+    both = Counter(r.name.split("/")[0] for r in results
+                   if r.name in current and peers.accepted_by_peer(current[r.name])
+                   and r.accepted)
+    lines += [f"| {s} | {n} | {ok_source[s]} | {judged[s]} | {by_peer[s]} | {both[s]} |"
+              for s, n in sorted(by_source.items())]
+    lines += _peer_summary(results, current)
     first = Counter(r.attributes[0] for r in results if not r.accepted)
     anywhere = Counter(a for r in results if not r.accepted for a in r.attributes)
     only = Counter(r.attributes[0] for r in results
@@ -177,18 +191,83 @@ def render(results: list[Checked]) -> str:
     for attr, n in sorted(anywhere.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"| `{_cell(attr)}` | {n} | {first[attr]} | {only[attr]} |")
     lines += ["", "### Every file", "",
-              "| file | accepted | first error (line: message) | refused attributes | reason |",
-              "|---|---|---|---|---|"]
+              "| file | accepted | first error (line: message) | refused attributes | reason "
+              "| peers (ifupdown2 -s; ifupdown -n where written for it) |",
+              "|---|---|---|---|---|---|"]
     for r in results:
+        cell = peers.peer_cell(current.get(r.name))
         if r.accepted:
-            lines.append(f"| {r.name} | yes | | | |")
+            lines.append(f"| {r.name} | yes | | | | {cell} |")
         else:
             line, message = r.errors[0] if r.errors else (0, r.output.strip()[-200:])
             lines.append(f"| {r.name} | **no** | {line}: {_cell(message)} | "
                          f"{', '.join(f'`{_cell(a)}`' for a in r.attributes)} | "
-                         f"{_cell(reason_of(r))} |")
+                         f"{_cell(reason_of(r))} | {cell} |")
     lines += ["", END]
     return "\n".join(lines)
+
+
+# Why netcfg refuses a file a peer accepts, from its first error: the groups the
+# attribute owners act on. First match wins.
+_PEER_CAUSE = (
+    # ifupdown's alias stanzas (eth0:1) and patterns (/eth*): a feature, not a typo.
+    (re.compile(r"not a valid interface name: it contains '[:/]'"), "a feature netcfg lacks"),
+    (re.compile(r"is not an IPv4 or IPv6 address|expected a MAC address|does not match|"
+                r"not a valid interface name|out of range"),
+     "a value the peer's check does not read (placeholder, typo): its apply would fail"),
+    (re.compile(r"a userspace program netcfg does not run|Cumulus"),
+     "a daemon's or Cumulus-only setting"),
+    (re.compile(r"unknown attribute|is not supported|unsupported method|stanzas are not "
+                r"supported|unexpected '"), "a feature netcfg lacks"),
+    (re.compile(r"stays down|given twice|not declared|outside of a stanza|is a physical"),
+     "a check netcfg makes that the peer does not"),
+)
+
+
+def peer_refusal_cause(message: str) -> str:
+    for pattern, cause in _PEER_CAUSE:
+        if pattern.search(message):
+            return cause
+    return "other"
+
+
+def _peer_summary(results: list[Checked], current: dict) -> list[str]:
+    """Issue 22's measure: of the files a peer accepts, how many netcfg accepts; and every
+    refusal of such a file, at its line, so the attribute's owner can act."""
+    accepted = [r for r in results if r.name in current and peers.accepted_by_peer(current[r.name])]
+    ok = sum(r.accepted for r in accepted)
+    tracebacks = [r.name for r in results if r.errors and r.errors[0][1].startswith(
+        "internal error (traceback)")]
+    warned = sum(current[r.name]["ifupdown2"]["status"] == "warnings" for r in accepted)
+    lines = ["", f"**Peer-accepted files** (Debian's ifupdown2 `ifup -a -s` passes, {warned} of "
+             "them with warnings only, or, for a file written for ifupdown, ifupdown 0.8's "
+             f"`ifup -a -n`; tests/compat/peers.py): **{len(accepted)}**; netcfg accepts "
+             f"**{ok}** ({100 * ok / max(len(accepted), 1):.1f}%, the goal is 98%). "
+             f"Tracebacks: {len(tracebacks)}{' (' + ', '.join(tracebacks) + ')' if tracebacks else ''}."
+             f" Files without a current peer verdict: {len(results) - len(current)}."]
+    refused = [r for r in accepted if not r.accepted]
+    ignored = sum(bool(rec["ifupdown2_ignores"]) for rec in current.values())
+    lines += ["", f"ifupdown2's syntax check also passes {ignored} files with lines it does not "
+              "act on and does not report (ifupdown-ng's `use`, `requires`, ...: it passes "
+              "them to the if-*.d hooks); such a file counts as peer-accepted only where "
+              "ifupdown accepts it."]
+    if refused:
+        def first(r: Checked) -> tuple[int, str]:
+            return r.errors[0] if r.errors else (0, r.output.strip()[-200:])
+        causes = Counter(peer_refusal_cause(first(r)[1]) for r in refused)
+        lines += ["", "netcfg refuses these peer-accepted files, by cause (from the first "
+                  "error):", "", "| cause | files |", "|---|---:|"]
+        lines += [f"| {_cell(c)} | {n} |" for c, n in causes.most_common()]
+        lines += ["", "| file | line: netcfg's error | attributes refused | cause | peers |",
+                  "|---|---|---|---|---|"]
+        for r in sorted(refused, key=lambda r: (peer_refusal_cause(first(r)[1]),
+                                                r.attributes[:1], r.name)):
+            line, message = first(r)
+            lines.append(f"| {r.name} | {line}: {_cell(message)} | "
+                         f"{', '.join(f'`{_cell(a)}`' for a in r.attributes)} | "
+                         f"{_cell(peer_refusal_cause(message))} | "
+                         f"{peers.peer_cell(current[r.name])} |")
+    return lines
 
 
 def write_doc(table: str) -> None:
