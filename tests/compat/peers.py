@@ -223,7 +223,8 @@ def judge(path: Path, known: set[str], keep_log: bool = False) -> dict:
     for peer in out.values():
         # Where the sandbox's temporary top file was, say the corpus file.
         for key in ("first_error", "log"):
-            peer[key] = peer[key].replace(str(top), str(path.relative_to(REPO)))
+            peer[key] = peer[key].replace(str(top), str(path.relative_to(REPO))).replace(
+                f"{REPO}/", "")     # the host file a Proxmox SDN file is read with
     return {"digest": digest(path), "for_ifupdown": for_ifupdown(path),
             "ifupdown2_ignores": ignored_by_ifupdown2(readwith.text_of(path), known),
             "ifupdown2": {k: v for k, v in out["ifupdown2"].items() if keep_log or k != "log"},
