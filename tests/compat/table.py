@@ -240,8 +240,9 @@ def _peer_summary(results: list[Checked], current: dict) -> list[str]:
         "internal error (traceback)")]
     warned = sum(current[r.name]["ifupdown2"]["status"] == "warnings" for r in accepted)
     lines = ["", f"**Peer-accepted files** (Debian's ifupdown2 `ifup -a -s` passes, {warned} of "
-             "them with warnings only, or, for a file written for ifupdown, ifupdown 0.8's "
-             f"`ifup -a -n`; tests/compat/peers.py): **{len(accepted)}**; netcfg accepts "
+             "them with warnings only, and it acts on every line; or, for a file written for "
+             "ifupdown, ifupdown 0.8's "
+             f"`ifup -n` passes; tests/compat/peers.py): **{len(accepted)}**; netcfg accepts "
              f"**{ok}** ({100 * ok / max(len(accepted), 1):.1f}%, the goal is 98%). "
              f"Tracebacks: {len(tracebacks)}{' (' + ', '.join(tracebacks) + ')' if tracebacks else ''}."
              f" Files without a current peer verdict: {len(results) - len(current)}."]
