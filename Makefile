@@ -98,6 +98,19 @@ test-compat-vm-quick: vm-deps compat-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "test-compat-vm-quick: skipped (needs root)"; exit 0; fi; \
 	$(PY) tests/compat/vm_differential.py --subset --check
 
+# The peers' verdict on every corpus file (docs/compat.md "The peers' verdict"):
+# Debian's ifupdown2 (ifup -a -s) and, for files written for ifupdown, Debian's
+# ifupdown 0.8 (ifup -n), each unpacked and sandboxed; written to
+# tests/compat/peer_results.json, which `make test` reads (~4 min). Root only.
+IFUPDOWN_DIR := .cache/ifupdown
+.PHONY: compat-peers
+$(IFUPDOWN_DIR)/.stamp:
+	$(call apt_unpack,ifupdown,ifupdown,$(IFUPDOWN_DIR),ifupdown)
+	@touch $@
+compat-peers: compat-deps $(IFUPDOWN_DIR)/.stamp
+	@if [ "$$(id -u)" != 0 ]; then echo "compat-peers: skipped (needs root)"; exit 0; fi; \
+	$(PY) tests/compat/peers.py
+
 # The Linux open-iscsi initiator (iscsiadm, iscsid) for the VM tier's iSCSI
 # test (tests/vm/test_vm_iscsi.py), unpacked into .cache/ with the two
 # libraries it needs and never installed: the package enables iscsid.socket and

@@ -38,7 +38,7 @@ RECORDED = EXPECTATION.get("differential", {})
 
 def test_corpus_is_large_and_every_file_names_its_source():
     files = table.corpus_files()
-    assert len(files) >= 80
+    assert len(files) >= 300   # a source lost shows here (330 at issue 22)
     for path in files:
         first = path.read_text().splitlines()[0]
         assert first.startswith("# compat-source: ") and "licence:" in first, path
