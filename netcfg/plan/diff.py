@@ -34,8 +34,8 @@ from netcfg.plan.ops import (ADDR_DEL, JOINING, LINK_ADD, LINK_DEL, LINK_DOWN, L
 from netcfg.plan.ovs import ovs_operations
 from netcfg.plan.vlans import (NO_VLANS, VLAN_AWARE, PortVlans, TunnelMap, intersect,
                                merge, one, subtract, texts, tunnel_subtract, bridge_own_vlans,
-                               held_vlans, joined_vlans, own_vlans_read, port_tunnels, port_vlans,
-                               tunnel_texts, vnis)
+                               held_vlans, joined_vlans, own_vlans_read, port_tunnels,
+                               tunnel_texts, vnis, wanted_vlans)
 from netcfg.spec import group_attributes
 
 Key = tuple[str, str]
@@ -410,8 +410,9 @@ class _Diff:
                 self.cycled.add(key)
 
         # Port VLANs and VNIs.
-        want_vlans = port_vlans(obj, d.ifaces.get(want_master))
         joining = want_master is not None and not (want_master == had_master and cur is not None)
+        want_vlans = wanted_vlans(obj, d.ifaces.get(want_master),
+                                  None if want_master is None else self.made_or_kept(want_master))
         if joining:
             had_vlans = joined_vlans(self.made_or_kept(want_master))
         elif cur is not None:

@@ -204,14 +204,35 @@ def held_vlans(port: ConfigObject, bridge: ConfigObject | None,
     VLAN table whether the bridge filters or not (nbp_vlan_init gives a
     joining port the default PVID either way), and VLAN filtering is switched
     on a live bridge (IFLA_BR_VLAN_FILTERING), so: turned on, a port holds
-    what it got when it joined; turned off, its table no longer matters and
-    is left as it is (nothing is stripped that a filtering bridge reads)."""
+    what it got when it joined, or what it was put back to when filtering
+    went off (``wanted_vlans``); turned off, what it carries as read while
+    the bridge still filters, which ``wanted_vlans`` takes back."""
     aware = bridge is not None and bridge.attrs.get(VLAN_AWARE)
     will_be = becoming is not None and becoming.attrs.get(VLAN_AWARE)
     if will_be and not aware:
         return _carrying((), default_pvid(bridge)) if bridge is not None else NO_VLANS
-    if aware and becoming is not None and not will_be:
-        return NO_VLANS
+    return port_vlans(port, bridge)
+
+
+def wanted_vlans(port: ConfigObject, bridge: ConfigObject | None,
+                 was: ConfigObject | None) -> PortVlans:
+    """What a port of ``bridge`` (as desired) should carry, when the same
+    bridge is ``was`` as the plan finds it (read back if it is kept, else
+    the desired one made anew).
+
+    Filtering turned off on the live bridge: the port goes back to what the
+    kernel gives a joining port, the bridge's default PVID untagged. The
+    kernel ignores the table while filtering is off, but keeps it: left as
+    it was (2-4094 on a Proxmox uplink), it is not what `ifup -a` of the
+    new file makes, and turning filtering back on would carry the old
+    VLANs again where the plan expects the joined ones (``held_vlans``).
+    ifupdown2's reload ends the same way (its port handler still sees a
+    filtering bridge and applies the new file's empty bridge-vids with PVID
+    1). Only ports in the config come here: guests plugged at run time are
+    outside the view (plan/scope.py) and keep what their hypervisor set."""
+    if (was is not None and was.attrs.get(VLAN_AWARE)
+            and bridge is not None and not bridge.attrs.get(VLAN_AWARE)):
+        return _carrying((), default_pvid(was))
     return port_vlans(port, bridge)
 
 
