@@ -212,6 +212,8 @@ def judge(pair: Pair, results: dict[str, dict]) -> Outcome:
     for line, why in reload_drift(out.differences, pair, ifu.get("state_up"),
                                   out.disruptive["ifupdown2"]).items():
         out.explained.setdefault(line, why)     # explain.py's name first
+    for line, why in vni_refused(out.differences, pair, ifu["log"]).items():
+        out.explained.setdefault(line, why)
     if any(d not in out.explained for d in out.differences):
         out.status = "different"
     elif out.differences:
@@ -280,6 +282,27 @@ def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
         dst = json.loads(m.group(1)).get("dst") if m else None
         if dst in asks.route_del and f"post-down ip route del {dst}" in pair.before:
             why[line] = OLD_POST_DOWN_NOT_RUN
+    return why
+
+
+VNI_REFUSED = ("ifupdown2 refused: it cannot change a running vxlan's id (its log: 'Cannot "
+               "change running vxlan id'; the reload exits 1 and keeps the old VNI); netcfg "
+               "makes the vxlan again with the file's")
+
+
+def vni_refused(differences: list[str], pair: Pair, ifupdown2_log: str) -> dict[str, str]:
+    """A vxlan's VNI (state.py compares a vxlan's id) that ifupdown2's reload
+    refused to change, where netcfg's is the one AFTER writes."""
+    new = _stanzas(pair.after)
+    why = {}
+    for line in differences:
+        m = re.match(r"link (\S+) info_data\.id: ifupdown2 (\d+), netcfg (\d+)$", line)
+        if not m:
+            continue
+        dev, theirs, ours = m.groups()
+        said = f"error: {dev}: Cannot change running vxlan id ({theirs})"
+        if said in ifupdown2_log and new.get(dev, {}).get("vxlan-id") == [ours]:
+            why[line] = VNI_REFUSED
     return why
 
 

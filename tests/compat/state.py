@@ -47,8 +47,14 @@ def _json(*argv: str) -> list:
     return json.loads(text) if proc.returncode == 0 and text else []
 
 
-def _clean(data: dict) -> dict:
-    return {k: v for k, v in sorted(data.items()) if k not in INFO_DROP}
+# INFO_DROP's `id` is a bridge port's STP port id; a vlan's or a vxlan's is
+# its configuration (the VLAN id, the VNI): compared.
+INFO_KEEP = {"vlan": {"id"}, "vxlan": {"id"}}
+
+
+def _clean(data: dict, kind: str | None = None) -> dict:
+    keep = INFO_KEEP.get(kind or "", set())
+    return {k: v for k, v in sorted(data.items()) if k not in INFO_DROP or k in keep}
 
 
 def _table_ids() -> dict[str, str]:
@@ -112,7 +118,7 @@ def read(exclude: list[str] = ()) -> dict:
             row["kind"] = info.get("info_kind")
             row["slave_kind"] = info.get("info_slave_kind")
             if "info_data" in info:
-                row["info_data"] = _clean(info["info_data"])
+                row["info_data"] = _clean(info["info_data"], row["kind"])
             if "info_slave_data" in info:
                 row["info_slave_data"] = _clean(info["info_slave_data"])
         links[name] = row

@@ -90,6 +90,18 @@ def test_judge_counts_an_address_or_static_route_removed_on_an_up_link():
     assert rev.disruptions(BEFORE, events, asks).disruptive == []
 
 
+def test_a_vni_ifupdown2_refused_to_change_is_named_and_only_that_one():
+    """state.py compares a vxlan's id (the VNI): vxlan-id-change differs in it,
+    ifupdown2 having kept the old one; explained only with its refusal in the
+    log and netcfg's id the file's."""
+    pair = PAIRS["vxlan-id-change"]
+    line = "link vx0 info_data.id: ifupdown2 100, netcfg 200"
+    log = "error: vx0: Cannot change running vxlan id (100): Operation not supported"
+    assert rd.vni_refused([line], pair, log) == {line: rd.VNI_REFUSED}
+    assert rd.vni_refused([line], pair, "") == {}
+    assert rd.vni_refused(["link vx0 info_data.id: ifupdown2 100, netcfg 300"], pair, log) == {}
+
+
 def test_asks_refuse_a_line_they_do_not_know():
     with pytest.raises(ValueError, match="flap eth0"):
         rev.Asks.parse(["flap eth0"], "x.toml: [p]")
