@@ -40,8 +40,8 @@ class Bridge(Kind):
     info_kind = "bridge"
     # bridge-vlan-aware is switched on the live bridge (IFLA_BR_VLAN_FILTERING,
     # as ifupdown2 does): re-creating it would drop every port netcfg does not
-    # manage (Proxmox's guests). The ports' VLAN tables stay as the kernel
-    # keeps them (plan/vlans.py held_vlans). A file without the line asks for
+    # manage (Proxmox's guests). Turned off, the file's ports go back to the
+    # default PVID (plan/vlans.py wanted_vlans). A file without the line asks for
     # a bridge that does not filter, as it did when the change re-created it.
     default_when_absent = {VLAN_AWARE: False}
     kernel_bytes = 60_000

@@ -141,11 +141,11 @@ def test_vlan_aware_toggle_is_a_link_set_not_a_re_create():
         {"bridge-vlan-aware": True}]
     # eno1 holds the PVID 1 it got when it joined; it gets 2-4094 on top.
     assert [op.params for op in ops if op.name == "eno1"] == [{"vids": ["2-4094"]}]
-    # And back: filtering off; the ports' tables are left as the kernel keeps them.
+    # And back: filtering off, live; eno1 goes back to the PVID 1 it joined with.
     current = read(bridge("vmbr0", ["eno1"], bridge_vlan_aware=True),
                    iface("eno1", "physical", auto=True, bridge_vids=["2-4094"], bridge_pvid=1))
     desired = model(bridge("vmbr0", ["eno1"]), iface("eno1", "physical", auto=True))
     ops = diff(desired, current)
     assert [(op.action, op.name, op.params) for op in ops] == [
-        (LINK_SET, "vmbr0", {"bridge-vlan-aware": False})]
-    assert not [op for op in ops if op.action in (VLAN_ADD, VLAN_DEL, MASTER_SET)]
+        (LINK_SET, "vmbr0", {"bridge-vlan-aware": False}), (VLAN_DEL, "eno1", {"vids": ["2-4094"]})]
+    assert not [op for op in ops if op.action in (VLAN_ADD, MASTER_SET, LINK_DEL)]
