@@ -392,7 +392,7 @@ clean:
 kubernetes-deps: venv
 	$(PY) -m pip install -q 'kubernetes>=34,<35'
 	tests/kubernetes/build-control-plane.sh
-	@command -v kubectl >/dev/null || $(call apt_install,kubernetes-client,for kubectl,:)
+	@command -v kubectl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client
 test-kubernetes: kubernetes-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "test-kubernetes: skipped (needs root)"; exit 0; fi; \
 	unshare --net --mount --propagation private $(PY) -m pytest -q tests/kubernetes
