@@ -9,7 +9,12 @@ itself narrows the advertised modes to those that match
 
 Only physical ports (no link kind) are asked, one LINKMODES_GET each: the devices
 netcfg makes (veth, bridge, bond...) have no link modes worth managing, and
-a host has few NICs. A driver without link settings (EOPNOTSUPP), a device
+a host has few NICs. A read compared with a config asks only the ports that
+config writes a link-* attribute on (``only_where_written``,
+kernel/genl_families.py): Proxmox's 10 s poll of a file without any then
+never loads pyroute2; `show` asks them all.
+
+A driver without link settings (EOPNOTSUPP), a device
 gone since the link dump (ENODEV) and a kernel without the family (before
 Linux 5.6, or built without CONFIG_ETHTOOL_NETLINK) leave the port without
 these attributes; a config that writes them then fails at apply, located.
@@ -111,6 +116,8 @@ class LinkModesReader:
     """The physical kind's read-back (kernel/genl_families.py lists it)."""
 
     kind = PHYSICAL
+    # Hardware settings: nothing to diff or revert where a config writes none.
+    only_where_written = True
 
     def read(self, genl: GenlSockets, state: NamespaceState) -> int:
         """Add link-speed, link-duplex and link-autoneg to the physical

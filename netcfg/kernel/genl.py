@@ -10,8 +10,9 @@ A device of these families is known only in its own namespace, so each
 socket is made inside it on the session's setns helper thread (never
 pyroute2's ``netns=``, which forks a child per socket: ~10 ms) and handed
 to pyroute2 as an fd. pyroute2 is imported only when the first such socket
-is opened: a config without wireguard devices or NICs never loads it, and
-neither do `netcfg check` and ifquery.
+is opened: a namespace without wireguard devices, read for a config that
+writes no link-speed/-duplex/-autoneg (kernel/genl_families.py), never
+loads it, and neither do `netcfg check` and `ifquery` without -c or -r.
 
 Which kinds have generic netlink state, and whose reader and configurer
 serve them: kinds/genl.py, kernel/genl_families.py, apply/genl.py.

@@ -111,10 +111,15 @@ class KernelSession:
 
     # -- reading
 
-    def read(self, names: Iterable[str], *, foreign_routes: Collection[str] = ()) -> Model:
+    def read(self, names: Iterable[str], *, foreign_routes: Collection[str] = (),
+             desired: Model | None = None) -> Model:
         """Current state of these namespaces (those that exist), as a model;
         in those of ``foreign_routes``, other programs' routes too (into
-        ``states[NAME].foreign_routes``, never into the model)."""
+        ``states[NAME].foreign_routes``, never into the model). ``desired``:
+        the config this read is compared with (apply, query, ifquery -c):
+        generic netlink state that matters only where a config writes it
+        (NICs' link modes) is asked only there; None (show, ifquery -r):
+        all of it (kernel/genl_families.py)."""
         existing = self.existing_namespaces()
         wanted = [n for n in dict.fromkeys(names) if n == ROOT_NETNS or n in existing]
         self.open_sockets(wanted)
@@ -124,7 +129,7 @@ class KernelSession:
         # Generic netlink state (wireguard keys and peers, NICs' link modes)
         # of the devices that have it; nothing is asked elsewhere.
         for state in states.values():
-            read_genl_state(self.genl, state)
+            read_genl_state(self.genl, state, desired)
         self.states.update(states)
         return model
 

@@ -8,12 +8,23 @@ modes as `ethtool` prints them (10000 Mb/s, full, autoneg off), in the root
 namespace and in a named one, and a LINKMODES_SET the driver refuses fails
 the apply at the attribute's line.
 Not proved (no device that takes a change): that a SET is read back changed.
+
+Link modes are asked only where needed (issue 21/25 follow-up): through
+nic_standin.py, veths read as NICs (no link kind) and the real CLI runs in a
+child process, so whether pyroute2 was imported is its own. Proxmox's poll
+`ifquery -a -c -o json`, `netcfg query --check` and `netcfg apply` of a file
+with ports and no link-* line never load pyroute2 nor send LINKMODES_GET;
+`netcfg show` still reads and prints the modes; a file that writes them has
+them read, compared (drift at the line) and verified.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +101,125 @@ def test_a_refused_set_fails_at_the_attributes_line(session, veth, tmp_path):
     message = explain(refused.value, wanted)
     assert message.startswith(f"{path}:3: error: eth30: "), message
     assert "EOPNOTSUPP" in message or "not supported" in message, message
+
+
+# ---------------------------------------------------------------- asked only where needed
+
+STANDIN = Path(__file__).parent / "nic_standin.py"
+NICS = ("eno1", "eno2")
+# A Proxmox VE node as its installer writes it, with a second, unused port.
+PROXMOX_NODE = """\
+auto lo
+iface lo inet loopback
+
+iface eno1 inet manual
+{eno1_extra}
+iface eno2 inet manual
+
+auto vmbr0
+iface vmbr0 inet static
+\taddress 192.0.2.10/24
+\tbridge-ports eno1
+\tbridge-stp off
+\tbridge-fd 0
+"""
+
+
+# Until apply/execute.py's _Scope.current() passes desired= to session.read()
+# (the lead's change, /tmp/p2/execute.patch), every read asks every NIC. Strict:
+# remove this mark in the commit that lands it.
+NEEDS_SCOPED_READ = pytest.mark.xfail(strict=True, reason="execute.py does not yet pass "
+                                      "desired= to KernelSession.read()")
+
+
+@pytest.fixture
+def nics(session):
+    """eno1 and eno2: veths whose peers are up, read as NICs by nic_standin.py."""
+    for name in NICS:
+        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
+                        f"{name}-p"], check=True)
+        subprocess.run(["ip", "link", "set", f"{name}-p", "up"], check=True)
+    yield NICS
+    for name in NICS:
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def _node(tmp_path, eno1_extra: str = "") -> Path:
+    path = tmp_path / "interfaces"
+    path.write_text(PROXMOX_NODE.format(eno1_extra=eno1_extra))
+    return path
+
+
+def standin(tmp_path, *command: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """``command`` (netcfg ... or ifquery ...) in a child process with eno1
+    and eno2 read as NICs; its output, and its report (exit, pyroute2, gets)."""
+    report = tmp_path / "report.json"
+    report.unlink(missing_ok=True)
+    done = subprocess.run([sys.executable, str(STANDIN), "--nics", ",".join(NICS),
+                           "--report", str(report), "--", *command],
+                          capture_output=True, text=True, timeout=120)
+    return done, json.loads(report.read_text())
+
+
+def _ports_of(bridge: str) -> set[str]:
+    out = subprocess.run(["ip", "-j", "link", "show", "master", bridge], check=True,
+                         capture_output=True, text=True).stdout
+    return {link["ifname"] for link in json.loads(out or "[]")}
+
+
+@NEEDS_SCOPED_READ
+def test_the_poll_of_a_node_without_link_modes_never_loads_pyroute2(session, nics, tmp_path):
+    path = _node(tmp_path)
+    done, report = standin(tmp_path, "netcfg", "apply", "-c", str(path))
+    assert done.returncode == 0, done.stderr
+    assert _ports_of("vmbr0") == {"eno1"}          # the apply did apply
+    assert (report["pyroute2"], report["linkmodes_gets"]) == (False, 0), report
+
+    done, report = standin(tmp_path, "ifquery", "-a", "-c", "-o", "json", "-i", str(path))
+    assert done.returncode == 0, done.stderr
+    statuses = {entry["name"]: entry["status"] for entry in json.loads(done.stdout)}
+    assert statuses and set(statuses.values()) == {"pass"}, statuses
+    assert (report["pyroute2"], report["linkmodes_gets"]) == (False, 0), report
+
+    done, report = standin(tmp_path, "netcfg", "query", "--check", "-c", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (report["pyroute2"], report["linkmodes_gets"]) == (False, 0), report
+
+    # The stand-ins are NICs to the read: show asks both and prints their modes.
+    done, report = standin(tmp_path, "netcfg", "show", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    assert report["pyroute2"] and report["linkmodes_gets"] == 2, report
+    shown = {o["name"]: o for o in json.loads(done.stdout)["interfaces"]}
+    assert shown["eno2"]["link-speed"] == 10000, shown["eno2"]
+
+
+@NEEDS_SCOPED_READ
+def test_a_node_that_writes_link_modes_has_them_read_and_verified(session, nics, tmp_path):
+    # What a veth reports: 10000 Mb/s full duplex, autonegotiation off.
+    path = _node(tmp_path, "\tlink-speed 10000\n\tlink-duplex full\n")
+    done, report = standin(tmp_path, "netcfg", "apply", "-c", str(path))
+    assert done.returncode == 0, done.stderr
+    # eno1 only (eno2 writes none), before the diff and again to verify.
+    assert report["pyroute2"] and report["linkmodes_gets"] == 2, report
+
+    done, report = standin(tmp_path, "ifquery", "-a", "-c", "-o", "json", "-i", str(path))
+    assert done.returncode == 0, done.stderr
+    assert {e["status"] for e in json.loads(done.stdout)} == {"pass"}
+    assert report["linkmodes_gets"] == 1, report
+
+    # A speed the port does not have: drift at its line, read from the kernel.
+    path = _node(tmp_path, "\tlink-speed 1000\n\tlink-duplex full\n")
+    done, report = standin(tmp_path, "netcfg", "query", "--check", "-c", str(path))
+    assert done.returncode != 0
+    assert f"{path}:5: drift:" in done.stdout and "link-speed" in done.stdout, done.stdout
+    done, report = standin(tmp_path, "ifquery", "-c", "-o", "json", "-i", str(path), "eno1")
+    assert done.returncode == 1 and report["linkmodes_gets"] == 1, (done, report)
+    eno1, = json.loads(done.stdout)
+    assert eno1["status"] == "fail" and eno1["config_status"]["link-speed"] == "fail", eno1
+    assert eno1["config_status"]["link-duplex"] == "pass", eno1
+
+    # Applying it: the veth refuses the SET, located, and nothing stays changed.
+    done, report = standin(tmp_path, "netcfg", "apply", "-c", str(path))
+    assert done.returncode != 0
+    assert f"{path}:5" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert _ports_of("vmbr0") == {"eno1"}
