@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from netcfg.compile.legacy_tunnel import tunnel_lines
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import INERT_NOTE_SYNTAXES, explain, inert_warning
 from netcfg.compile.values import parse_value, value_notes
@@ -56,7 +57,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     pending: dict[tuple[str, str, str], _Pending] = {}
     aliases: dict[str, str] = {}
     for stanza in parsed.stanzas:
-        stanza = _alias_on_base(stanza, aliases, report)
+        stanza = tunnel_lines(_alias_on_base(stanza, aliases, report))
         if stanza.keyword == IFACE and any(a.name == "netmask" for a in stanza.attributes):
             _fold_netmask(stanza, report)
         _merge(stanza, pending, report)

@@ -15,7 +15,10 @@ in the same one dump, unfiltered, into ``NamespaceState.foreign_routes``.
 Attributes report what the kernel has, defaults included (the diff compares
 only what a config writes), except where a value is no state at all: an
 empty alias, lo's all-zero MAC, kernel-made addresses (link-local, loopback,
-router-advertised: IFA_PROTO), a route's default metric and main table. What
+router-advertised: IFA_PROTO), a route's default metric and main table; and
+the kernel's own fallback tunnel devices (gre0, sit0, tunl0...: in
+``NamespaceState.kernel_devices``, never in the model, so never shown,
+compared or purged). What
 the model cannot express is left out and said in ``NamespaceState.notes``.
 A device of a kind netcfg does not know is read as ``physical`` (configured,
 never created or deleted), with its real kind in ``kernel_kinds``.
@@ -42,6 +45,7 @@ from netcfg.netlink.read_parse import (DEFAULT_METRIC, S32, Link, RawRoute, getl
                                        port_vlan_attributes, route_attribute)
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.kinds.common import ADDRESS_METRIC
+from netcfg.kinds.tunnel_kinds import is_fallback_device
 from netcfg.kinds.vxlan import PHYSDEV, REMOTE, SVCNODE, VNI, VNIFILTER
 from netcfg.netlink.fdb import RTM_GETNEIGH, fdb_dump, parse_remote
 
@@ -132,6 +136,9 @@ class NamespaceState:
     bridge_vlans: dict[str, dict[str, Any]] = field(default_factory=dict)
     managed: set[str] = field(default_factory=set)
     foreign: set[str] = field(default_factory=set)
+    # The kernel's fallback tunnel devices: in ifindex/names (they hold their
+    # ifindexes), not in interfaces (tunnel_kinds.FALLBACK_DEVICES).
+    kernel_devices: set[str] = field(default_factory=set)
     kernel_kinds: dict[str, str] = field(default_factory=dict)
     pending: list[CrossRef] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -233,6 +240,10 @@ def build_interfaces(state: NamespaceState, links: list[Link],
         state.ifindex[link.name] = link.index
         state.names[link.index] = link.name
     kind_of: dict[int, str] = {}
+    kernel_made = [link for link in links if link.group != NETCFG_GROUP
+                   and is_fallback_device(link.name, link.info_kind, link.attrs)]
+    state.kernel_devices.update(link.name for link in kernel_made)
+    links = [link for link in links if link.name not in state.kernel_devices]
     for link in links:
         kind = kinds.get(link.info_kind or "")
         if kind is None:
@@ -355,6 +366,21 @@ def _read_vxlans(sock: RtnlSocket, state: NamespaceState) -> None:
             obj.attrs[REMOTE] = remotes[index]
 
 
+def _made_by_sit(address: str) -> bool:
+    """An address the kernel gives a sit tunnel itself: fe80::A.B.C.D/64 from its
+    IPv4 local address, ::A.B.C.D/96 from the namespace's IPv4 addresses. Unlike
+    other link-locals, Linux (6.12) does not mark them IFAPROT_KERNEL_LL."""
+    ip, _, prefix = address.partition("/")
+    if ":" not in ip:
+        return False
+    packed = socket.inet_pton(socket.AF_INET6, ip)
+    if prefix == "64":
+        # interface id 0:0:A.B.C.D, or ISATAP's 0:5efe:A.B.C.D (RFC 5214)
+        return packed[:8] == b"\xfe\x80" + bytes(6) and packed[8:12] in (bytes(4),
+                                                                       b"\x00\x00\x5e\xfe")
+    return prefix == "96" and packed[:12] == bytes(12)
+
+
 def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]) -> None:
     # One dump per family, not one AF_UNSPEC dump: the kernel flags a dump
     # interrupted when its family's address generation changes, and after
@@ -386,8 +412,10 @@ def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]
         if index in loopbacks and address == IPV4_LOOPBACK:
             continue   # made by the kernel when lo comes up
         name = state.names.get(index)
-        if name is None:
-            continue   # a device that appeared after the link dump
+        if name is None or name in state.kernel_devices:
+            continue   # a device that appeared after the link dump, or the kernel's
+        if state.interfaces[name].kind == "sit" and _made_by_sit(address):
+            continue
         state.interfaces[name].attrs.setdefault("address", []).append(address)
         state.counts.addresses += 1
         metrics[name] = min(metric, metrics.get(name, metric))
@@ -436,6 +464,8 @@ def _read_routes(sock: RtnlSocket, state: NamespaceState, foreign: bool = False)
             continue
         route, rtm_type = parsed
         dev = state.names.get(route.oif) if route.oif is not None else None
+        if dev in state.kernel_devices:
+            dev = None   # a route of ours through the kernel's fallback device
         why = ("a multipath route" if route.multipath else
                "a source-specific route" if route.source else
                "not a unicast route" if rtm_type != RTN_UNICAST else

@@ -25,6 +25,24 @@ PROTO = "proto"
 # DEFAULT_TNL_HOP_LIMIT); the kernel alone would leave 0 (inherit).
 IPV6_HOP_LIMIT = 64
 UNSPECIFIED = frozenset({"0.0.0.0", "::"})
+# The devices the kernel makes in every namespace when a tunnel module loads
+# (each module's fallback device: it receives packets no other tunnel of its
+# kind matches), by name, with their IFLA_INFO_KIND. They are the kernel's,
+# as lo is: kernel/read.py leaves them out of what it reads. erspan0 comes
+# with ip_gre, a kind netcfg does not make.
+FALLBACK_DEVICES = {"gre0": "gre", "gretap0": "gretap", "erspan0": "erspan",
+                    "tunl0": "ipip", "sit0": "sit", "ip_vti0": "vti", "ip6gre0": "ip6gre",
+                    "ip6tnl0": "ip6tnl", "ip6_vti0": "vti6"}
+
+
+def is_fallback_device(name: str, info_kind: str | None, attrs: dict) -> bool:
+    """Whether a device read is a kernel's fallback tunnel device: its name
+    and kind are one of FALLBACK_DEVICES, and it has no endpoint nor local
+    address (read_back() dropped the unspecified ones). A tunnel someone
+    named gre0 cannot exist next to the kernel's, and one with an endpoint
+    is not the fallback device whatever its name."""
+    return (info_kind is not None and FALLBACK_DEVICES.get(name) == info_kind
+            and ENDPOINT not in attrs and LOCAL not in attrs)
 
 
 class TunnelDevice(Kind):

@@ -18,7 +18,7 @@ from netcfg.spec import all_groups, kernel_mappings
 
 pyroute2 = pytest.importorskip("pyroute2")
 from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg  # noqa: E402
-from pyroute2.netlink.rtnl.ifinfmsg.plugins import bond, ipvlan, vlan, vrf, vxlan  # noqa: E402
+from pyroute2.netlink.rtnl.ifinfmsg.plugins import bond, ipvlan, vlan, vrf, vti, vxlan  # noqa: E402
 
 # Names pyroute2 (0.9) does not have yet; each checked against if_link.h only.
 NOT_IN_PYROUTE2 = {"IFLA_IPVLAN_FLAGS", "IFLA_BR_MULTI_BOOLOPT", "IFLA_VXLAN_VNIFILTER"}
@@ -46,7 +46,11 @@ def pyroute2_tables() -> dict[str, dict[str, tuple[int, str]]]:
             "IFLA_BRPORT_": _table(info.bridge_slave_data), "IFLA_BOND_": _table(bond.bond),
             "IFLA_VXLAN_": _table(vxlan.vxlan), "IFLA_VLAN_": _table(vlan.vlan),
             "IFLA_MACVLAN_": _table(info.macvlan_data), "IFLA_IPVLAN_": _table(ipvlan.ipvlan),
-            "IFLA_VRF_": _table(vrf.vrf),
+            "IFLA_VRF_": _table(vrf.vrf), "IFLA_GRE_": _table(info.gre_data),
+            # pyroute2 spells linux/if_tunnel.h's IFLA_IPTUN_* as IFLA_IPIP_*.
+            "IFLA_IPTUN_": {name.replace("IFLA_IPIP_", "IFLA_IPTUN_"): entry
+                            for name, entry in _table(info.ipip_data).items()},
+            "IFLA_VTI_": _table(vti.vti),
             "IFLA_INET6_": _table(ifinfmsg.af_spec_inet.inet6)}
 
 
