@@ -128,10 +128,6 @@ iface vmbr0 inet static
 # Until apply/execute.py's _Scope.current() passes desired= to session.read()
 # (the lead's change, /tmp/p2/execute.patch), every read asks every NIC. Strict:
 # remove this mark in the commit that lands it.
-NEEDS_SCOPED_READ = pytest.mark.xfail(strict=True, reason="execute.py does not yet pass "
-                                      "desired= to KernelSession.read()")
-
-
 @pytest.fixture
 def nics(session):
     """eno1 and eno2: veths whose peers are up, read as NICs by nic_standin.py."""
@@ -167,7 +163,6 @@ def _ports_of(bridge: str) -> set[str]:
     return {link["ifname"] for link in json.loads(out or "[]")}
 
 
-@NEEDS_SCOPED_READ
 def test_the_poll_of_a_node_without_link_modes_never_loads_pyroute2(session, nics, tmp_path):
     path = _node(tmp_path)
     done, report = standin(tmp_path, "netcfg", "apply", "-c", str(path))
@@ -193,7 +188,6 @@ def test_the_poll_of_a_node_without_link_modes_never_loads_pyroute2(session, nic
     assert shown["eno2"]["link-speed"] == 10000, shown["eno2"]
 
 
-@NEEDS_SCOPED_READ
 def test_a_node_that_writes_link_modes_has_them_read_and_verified(session, nics, tmp_path):
     # What a veth reports: 10000 Mb/s full duplex, autonegotiation off.
     path = _node(tmp_path, "\tlink-speed 10000\n\tlink-duplex full\n")
