@@ -22,7 +22,8 @@ ETH_MAX_MTU = 65535    # most devices' max_mtu; lo and vrf say otherwise (kind.m
 ETH_DATA_LEN = 1500    # what ether_setup gives a new device, a portless bridge included
 IPV6_MIN_MTU = 1280    # below it the kernel turns IPv6 off on the device
 # Per-device IPv6 state.
-IPV6_SETTINGS = ("disable-ipv6", "addr-gen-mode", "accept-dad", "dad-transmits")
+IPV6_SETTINGS = ("disable-ipv6", "addr-gen-mode", "accept-dad", "dad-transmits", "privext",
+                 "accept-ra")
 # The metric of the prefix routes of all the interface's addresses (IFA_RT_PRIORITY).
 ADDRESS_METRIC = "address-metric"
 LOOPBACK = "lo"
