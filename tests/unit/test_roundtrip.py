@@ -126,7 +126,16 @@ def _comparable(model: Model):
     return sorted((one(o) for o in model.objects()), key=repr)
 
 
-KINDS = [k.name for k in registry.interface_kinds() if k.name not in ("loopback",)]
+# The kernel's tunnel kinds (gre, sit, ...) hold their settings under internal
+# names that only read-back writes (a config writes tunnel-* lines, which the
+# compiler turns into one of them), so drawing those names at random makes
+# stanzas no config or `show` writes. Their round trip is the golden case
+# ok-ifupdown-tunnels and tests/vm/test_vm_tunnels.py (show | apply sends 0).
+# Known gap: a generator that draws tunnel-* lines for them.
+TUNNEL_KERNEL_KINDS = {"gre", "gretap", "ipip", "sit", "vti", "ip6gre", "ip6gretap", "ip6tnl",
+                       "vti6"}
+KINDS = [k.name for k in registry.interface_kinds()
+         if k.name not in ("loopback",) and k.name not in TUNNEL_KERNEL_KINDS]
 
 
 def _assert_emit_parse_round_trips(model: Model) -> None:
