@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from netcfg.compile.inherits import resolve_inherits
 from netcfg.compile.legacy_tunnel import tunnel_lines
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import INERT_NOTE_SYNTAXES, explain, inert_warning
@@ -33,8 +34,10 @@ BOND_MASTER = "bond-master"   # the slave's side of bond-slaves (compile/build.p
 ADDRESS_VIRTUAL = "address-virtual"   # VRR: macvlans (_address_virtual_to_macvlans)
 PPP_METHOD = "ppp"   # ifupdown's `inet ppp`, left to pon/poff (_left_to_pppd)
 # ifupdown's legacy names of attributes netcfg spells as ifupdown2 does:
-# Debian ifenslave's `slaves` (still in its README) is bond-slaves.
-LEGACY_NAMES = {"slaves": "bond-slaves"}
+# Debian ifenslave's `slaves` (still in its README) is bond-slaves; ifupdown
+# 0.8's and ifupdown-ng's `description TEXT` runs `ip link set IF alias "TEXT"`:
+# netcfg's alias (IFLA_IFALIAS), printed back as alias.
+LEGACY_NAMES = {"slaves": "bond-slaves", "description": "alias"}
 
 
 @dataclass(slots=True)
@@ -56,7 +59,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     model = Model(lower_off_files=set(parsed.lower_off_files))
     pending: dict[tuple[str, str, str], _Pending] = {}
     aliases: dict[str, str] = {}
-    for stanza in parsed.stanzas:
+    for stanza in resolve_inherits(parsed, report):
         stanza = tunnel_lines(_alias_on_base(stanza, aliases, report))
         if stanza.keyword == IFACE and any(a.name == "netmask" for a in stanza.attributes):
             _fold_netmask(stanza, report)

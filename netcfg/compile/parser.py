@@ -282,10 +282,16 @@ class _Parser:
         elif keyword == "source-directory":
             self._source_directory(" ".join(words), loc, source)
         elif keyword == "mapping":
+            # ifupdown runs the mapping's script when ifup is called, and its
+            # answer picks the stanza: a choice netcfg cannot know at check time
+            # (docs/compat.md, "mapping stanzas and patterns").
             self.report.error(
                 loc,
-                "'mapping' stanzas are not supported: declare each interface with "
-                "'iface NAME' (templates can generate them)",
+                f"'mapping {' '.join(words)}' is not supported: ifupdown runs its script "
+                "at ifup time to choose which stanza configures the interface, and netcfg "
+                "applies one declared state it checks beforehand; write the chosen stanza "
+                "under the interface's own name (iface eth0 inet static ...), or choose it "
+                "in a Mako template (% if ...)",
                 "mapping",
             )
             return []
@@ -324,6 +330,18 @@ class _Parser:
         return names
 
     def _auto(self, keyword: str, words: list[str], loc: SourceLocation) -> None:
+        patterns = [w for w in words if "/" in w]
+        if patterns:
+            # ifupdown 0.8's `auto /eth*`, `auto mac/01:23:.../=foo`: matched against
+            # the interfaces present when ifup runs (docs/compat.md).
+            self.report.error(
+                loc, f"'{patterns[0]}' is an ifupdown pattern, matched against the "
+                "interfaces present when ifup runs; netcfg brings up the interfaces the "
+                "file names, checked beforehand: list them (auto eth0 eth1) or give a "
+                "range (auto eth[0-1]), with a stanza under each name", keyword)
+            words = [w for w in words if "/" not in w]
+            if not words:
+                return
         names = self._names(" ".join(words), loc, keyword)
         config = self.config
         if keyword in ("auto", "allow-auto"):
@@ -348,6 +366,12 @@ class _Parser:
                 loc, "'iface' needs an interface name: iface NAME [inet|inet6 METHOD]", "iface"
             )
             return []
+        inherits = None
+        if "inherits" in words[1:]:
+            # ifupdown 0.8's and ifupdown-ng's `iface NAME [FAMILY [METHOD]] inherits
+            # TEMPLATE`: a line of the stanza for compile/inherits.py.
+            at = words.index("inherits", 1)
+            inherits, words = " ".join(words[at + 1:]), words[:at]
         if len(words) > 3:
             report.error(
                 loc,
@@ -372,6 +396,9 @@ class _Parser:
             return []
         names = self._names(words[0], loc, "iface")
         stanzas = [Stanza("iface", n, loc, family, method) for n in names]
+        if inherits is not None:
+            for stanza in stanzas:
+                stanza.attributes.append(RawAttribute("inherits", inherits, loc))
         self.config.stanzas.extend(stanzas)
         return stanzas
 

@@ -14,8 +14,9 @@ rule (issue 22):
   with a warning naming the package and whether its hook script is there:
   the hook, run by netcfg's if-*.d runner, reads it as IF_<KEY>;
 - a setting ifupdown2 applies and netcfg does not (yet) stays **refused**
-  (bridge-mc*, batman-*, ovs-extra...): accepting it would leave the host
-  other than the file says.
+  (bridge-mc*, batman-*, ovs-extra, vrrp...): accepting it would leave the
+  host other than the file says; ifupdown-ng's `mpls-enable yes` is refused
+  where the kernel has MPLS and a warning where it has not.
 
 `--strict` (``strict_errors``) turns the warnings of the first two kinds into
 errors. Anything else unknown is a typo, refused with "did you mean".
@@ -175,6 +176,10 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
         return Unsupported(f"does nothing here: {_INERT_NAMES[attribute]}", True)
     if attribute == "use":
         return _ng_use(value)
+    if attribute == MPLS_ENABLE:
+        return _mpls_enable(value)
+    if attribute == "vrrp":
+        return Unsupported(_VRRP, False)
     if attribute == "requires":
         return Unsupported("ifupdown-ng's ordering dependency (bring these up first): netcfg "
                            "does not order by it yet, and accepting it would claim an order "
@@ -190,6 +195,46 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
         if attribute.startswith(prefix):
             return Unsupported(reason, False)
     return None
+
+
+# ifupdown-ng's mpls executor: `mpls-enable yes` writes net.mpls.conf.IF.input
+# (MPLS decapsulation on the interface), a file only the mpls_router module
+# makes. Not a declared attribute yet: netcfg reads back devconf sysctls from
+# IFLA_AF_SPEC, and MPLS's are not there (RTM_GETNETCONF AF_MPLS has them).
+MPLS_ENABLE = "mpls-enable"
+MPLS_CONF = "/proc/sys/net/mpls/conf"
+
+
+def mpls_in_kernel(conf_dir: str = MPLS_CONF) -> bool:
+    """Whether this host's kernel has MPLS forwarding (mpls_router loaded, or
+    a module of it to load, as ifupdown-ng's executor modprobes)."""
+    if os.path.isdir(conf_dir):
+        return True
+    modules = os.path.join("/lib/modules", os.uname().release, "kernel", "net", "mpls")
+    return os.path.isdir(modules) and any(n.startswith("mpls_router")
+                                          for n in os.listdir(modules))
+
+
+def _mpls_enable(value: str, conf_dir: str = MPLS_CONF) -> Unsupported:
+    if value.strip().lower() in ("no", "0", "off", "false"):
+        return Unsupported("does nothing here: 'no' is the kernel's default (net.mpls.conf.IF."
+                           "input 0), and ifupdown-ng's mpls executor writes nothing else",
+                           True)
+    if not mpls_in_kernel(conf_dir):
+        return Unsupported("does nothing here: MPLS input (net.mpls.conf.IF.input, ifupdown-ng's "
+                           "mpls executor) needs the kernel's mpls_router module, which this "
+                           "host's kernel does not have (no /proc/sys/net/mpls, no module to "
+                           "load); ifupdown-ng skips the line there too", True)
+    return Unsupported(f"{NOT_YET}: MPLS input (net.mpls.conf.IF.input); until it does, "
+                       "write 'post-up sysctl -w net.mpls.conf.$IFACE.input=1'", False)
+
+
+_VRRP = ("ifupdown2's addressvirtual addon (and ifupdown-ng's vrrp executor) makes a macvlan "
+         "per VRRP id and family for a VRRP daemon (FRR's vrrpd): MAC 00:00:5e:00:01:ID (IPv4) "
+         "or 00:00:5e:00:02:ID (IPv6), mode bridge, addrgenmode random, protodown on until the "
+         "daemon takes it, named after the interface's ifindex (vrrp4-IFINDEX-ID); netcfg does "
+         "not make them yet: declare each as a macvlan stanza (macvlan-raw-device, macvlan-mode "
+         "bridge, hwaddress 00:00:5e:00:01:ID, address)")
 
 
 def _ng_use(value: str) -> Unsupported:

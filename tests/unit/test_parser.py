@@ -331,8 +331,11 @@ def test_mapping_is_an_error_and_its_body_is_skipped():
         """
     )
     assert errors == [
-        "interfaces:1: error: 'mapping' stanzas are not supported: declare each interface "
-        "with 'iface NAME' (templates can generate them)"
+        "interfaces:1: error: 'mapping eth0' is not supported: ifupdown runs its script at "
+        "ifup time to choose which stanza configures the interface, and netcfg applies one "
+        "declared state it checks beforehand; write the chosen stanza under the "
+        "interface's own name (iface eth0 inet static ...), or choose it in a Mako "
+        "template (% if ...)"
     ]
     assert config.stanzas == [stanza("iface", "eth0", 4, family="inet", method="dhcp")]
 
@@ -471,3 +474,31 @@ def test_rendered_include_keeps_template_locations(tmp_path):
         Stanza("iface", f"swp{i}", at(2, tmpl), attributes=[RawAttribute("mtu", "1500", at(3, tmpl))])
         for i in range(2)
     ]
+
+
+def test_ifupdown_patterns_on_auto_lines_are_errors_the_names_kept():
+    """ifupdown 0.8's `auto /eth*` is matched on the host when ifup runs: an
+    error at the line (docs/compat.md); plain names on the line still count."""
+    config, errors = parse_text(
+        """\
+        auto eth0 /eth* mac/01:23:45:67:89:ad/=foo
+        iface eth0 inet dhcp
+        """
+    )
+    assert len(errors) == 1 and errors[0].startswith(
+        "interfaces:1: error: '/eth*' is an ifupdown pattern"), errors
+    assert list(config.auto) == ["eth0"]
+
+
+def test_inherits_on_the_iface_line_is_a_line_of_the_stanza():
+    config, errors = parse_text(
+        """\
+        iface eth1 inet static inherits eth0
+        iface eth2 inherits eth0
+        """
+    )
+    assert errors == []
+    assert [(s.name, s.family, s.method, [(a.name, a.value) for a in s.attributes])
+            for s in config.stanzas] == [
+        ("eth1", "inet", "static", [("inherits", "eth0")]),
+        ("eth2", None, None, [("inherits", "eth0")])]
