@@ -210,6 +210,14 @@ def render(results: list[Checked]) -> str:
 # Why netcfg refuses a file a peer accepts, from its first error: the groups the
 # attribute owners act on. First match wins.
 _PEER_CAUSE = (
+    # Decided (docs/compat.md, issue 22): what ifupdown chooses on the host when
+    # ifup runs, and defects a peer fails on as well.
+    (re.compile(r"is an ifupdown pattern|'mapping [^']*' is not supported"),
+     "decided: chosen on the host when ifup runs (a mapping script, a pattern)"),
+    (re.compile(r"inherits needs the name"),
+     "a defect a peer fails on too (ifupdown: 'inherits' keyword is missing a parameter)"),
+    (re.compile(r"stays down \(it has 'link-down yes'\)"),
+     "a defect the peer's apply fails on too (ifupdown2: 'Nexthop device is not up')"),
     # ifupdown's alias stanzas (eth0:1) and patterns (/eth*): a feature, not a typo.
     (re.compile(r"not a valid interface name: it contains '[:/]'"), "a feature netcfg lacks"),
     (re.compile(r"is not an IPv4 or IPv6 address|expected a MAC address|does not match|"
