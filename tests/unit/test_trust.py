@@ -132,9 +132,10 @@ def test_another_user_checks_their_own_files_as_before():
             f.write(BRIDGE)
         os.chown(directory, NOBODY, NOBODY)
         os.chown(os.path.join(directory, "main.tmpl"), NOBODY, NOBODY)
-        # Imported first: the interpreter's own files may be root's only.
+        # Imported first, the kinds (loaded on first use) too: the interpreter's own
+        # files may be root's only (pyenv under /root here; wireguard imports base64).
         code = ("import os; from netcfg.compile.pipeline import ConfigSource, compile_config;"
-                "import netcfg.kinds.registry;"
+                "import netcfg.kinds.registry; netcfg.kinds.registry.kinds();"
                 "os.setgroups([]); os.setgid(65534); os.setuid(65534);"
                 f"m = compile_config(ConfigSource(path={directory!r})).model;"
                 "print(sorted(m.interfaces))")
