@@ -86,10 +86,10 @@ def read_version(root: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--schemas", type=Path, default=HERE.parent.parent / "netcfg" / "schemas")
+    parser.add_argument("--schemas", type=Path, default=HERE.parent.parent / "schemas")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    version = read_version(args.schemas.resolve().parent.parent)
+    version = read_version(args.schemas.resolve().parent)   # schemas/ sits at the top
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "netcfg-interfaces.5").write_text(render(args.schemas, version))
 
