@@ -178,7 +178,7 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
         return _ng_use(value)
     if attribute == MPLS_ENABLE:
         return _mpls_enable(value)
-    if attribute == "vrrp":
+    if attribute == "vrrp" or attribute in _VRRP_NG:
         return Unsupported(_VRRP, False)
     if attribute == "requires":
         return Unsupported("ifupdown-ng's ordering dependency (bring these up first): netcfg "
@@ -229,6 +229,9 @@ def _mpls_enable(value: str, conf_dir: str = MPLS_CONF) -> Unsupported:
                        "write 'post-up sysctl -w net.mpls.conf.$IFACE.input=1'", False)
 
 
+# ifupdown-ng's vrrp executor reads its lines as these (IF_VRRP_ID,
+# IF_VRRP_ADDRESS); its doc writes `vrrp ID ADDRESS...`, ifupdown2's spelling.
+_VRRP_NG = frozenset({"vrrp-id", "vrrp-address"})
 _VRRP = ("ifupdown2's addressvirtual addon (and ifupdown-ng's vrrp executor) makes a macvlan "
          "per VRRP id and family for a VRRP daemon (FRR's vrrpd): MAC 00:00:5e:00:01:ID (IPv4) "
          "or 00:00:5e:00:02:ID (IPv6), mode bridge, addrgenmode random, protodown on until the "
