@@ -98,9 +98,11 @@ def iface(name, kind, netns="", auto=False, **attrs):
 
 
 COMMON = {"addr-gen-mode": "eui64", "disable-ipv6": False, "ip-forward": False,
-          "ip6-forward": False, "arp-accept": False, "accept-dad": 1, "dad-transmits": 1}
-# lo's accept_dad is -1: DAD does not apply to it, no setting to report.
-LO_COMMON = {k: v for k, v in COMMON.items() if k != "accept-dad"}
+          "ip6-forward": False, "arp-accept": False, "accept-dad": 1, "dad-transmits": 1,
+          "accept-ra": 1, "privext": 0}
+# lo's accept_dad and use_tempaddr are -1: neither DAD nor temporary addresses
+# apply to it, no setting to report.
+LO_COMMON = {k: v for k, v in COMMON.items() if k not in ("accept-dad", "privext")}
 # A new bridge's, port's and vxlan's knobs as the kernel reports them (the
 # schemas' declared attributes; bridge-vlan-protocol and -vlan-stats only
 # where the kernel has CONFIG_BRIDGE_VLAN_FILTERING, which this one lacks).
