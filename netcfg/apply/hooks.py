@@ -110,6 +110,9 @@ class HookSettings:
     # model never holds: {(netns, name): {attribute: first value}}, from
     # netcfg.compile.unsupported.hook_lines(compiled.parsed); see with_config.
     hook_lines: Mapping[Key, Mapping[str, str]] = field(default_factory=dict)
+    # Debian ifupdown's `no-scripts NAME`: interfaces whose if-*.d scripts do
+    # not run (their own lines do), in every namespace; see with_config.
+    no_scripts: frozenset = frozenset()
     # netcfgd's passes: commands go to a worker, never run here (issue 23 H5).
     deferred: Deferred | None = None
     # Interfaces a pass leaves alone: held down for their pre-up, or for a
@@ -122,7 +125,13 @@ class HookSettings:
         from netcfg.compile.unsupported import hook_lines
 
         parsed = getattr(compiled, "parsed", None)
-        return dataclasses.replace(self, hook_lines=hook_lines(parsed) if parsed else {})
+        return dataclasses.replace(self, hook_lines=hook_lines(parsed) if parsed else {},
+                                   no_scripts=frozenset(parsed.no_scripts) if parsed else
+                                   frozenset())
+
+    def scripts_for(self, stanza: "Stanza") -> bool:
+        """Whether ``stanza``'s interface gets the if-*.d scripts."""
+        return self.scripts_dir is not None and stanza.name not in self.no_scripts
 
 
 # ---------------------------------------------------------------- stanzas
@@ -333,7 +342,8 @@ class Hooks:
         def say(key: Key, stanza: Stanza | None, phases: tuple[str, ...], why: str = "") -> None:
             lines = stanza.phase_lines(phases) if stanza is not None else []
             out.extend(f"{_name(key)}: {phase} runs: {command}{why}" for phase, command in lines)
-            if self._script_dir is not None:
+            if self._script_dir is not None and stanza is not None and \
+                    self.settings.scripts_for(stanza):
                 out.append(f"{_name(key)}: if-{{{','.join(phases)}}}.d scripts run{why}")
 
         for key in self.plan.downs:
@@ -441,7 +451,8 @@ class Hooks:
             return False
         if stanza.phase_lines(phases):
             return True
-        return self._script_dir is not None and any(self._script_dir.scripts(p) for p in phases)
+        return self._script_dir is not None and self.settings.scripts_for(stanza) and \
+            any(self._script_dir.scripts(p) for p in phases)
 
     def _phases(self, stanza: Stanza | None, direction: str, phases: tuple[str, ...], *,
                 stop_on_failure: bool) -> None:
@@ -457,8 +468,8 @@ class Hooks:
                 self._one(stanza, direction, phase, ["/bin/sh", "-c", command],
                           f"{stanza.label}: {phase} '{command}'", stanza.locs.get(phase),
                           None, stop_on_failure)
-            if self._script_dir is None:
-                continue
+            if self._script_dir is None or not self.settings.scripts_for(stanza):
+                continue   # none, or `no-scripts NAME`
             for path in self._script_dir.scripts(phase):
                 # One call per family, each with its own ADDRFAM and METHOD.
                 for family in stanza.families or (("", ""),):

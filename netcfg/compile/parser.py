@@ -165,7 +165,8 @@ def _join_continued(line: str, numbered) -> str:
 # Keywords that end the current stanza and are handled by _Parser._keyword();
 # `allow-*` and column-0 `netns` are recognised in the loop.
 _KEYWORDS = frozenset(
-    ("auto", "iface", "source", "source-directory", "volume", "target", "mapping", "vlan")
+    ("auto", "iface", "source", "source-directory", "volume", "target", "mapping", "vlan",
+     "no-scripts")
 )
 
 
@@ -277,6 +278,11 @@ class _Parser:
             return self._named_stanza(keyword, words, loc)
         if keyword == "auto" or keyword.startswith("allow-"):
             self._auto(keyword, words, loc)
+        elif keyword == "no-scripts":
+            # ifupdown 0.8: no /etc/network/if-*.d scripts for these interfaces
+            # (apply/hooks.py HookSettings.no_scripts).
+            for name in self._names(" ".join(words), loc, keyword):
+                self.config.no_scripts.setdefault(name, loc)
         elif keyword == "source":
             self._source(" ".join(words), loc, source)
         elif keyword == "source-directory":

@@ -45,5 +45,8 @@ class ParsedConfig:
     # where they were listed; `allow-CLASS` classes are kept per name.
     auto: dict[str, SourceLocation] = field(default_factory=dict)
     allow: dict[str, list[tuple[str, SourceLocation]]] = field(default_factory=dict)
+    # Debian ifupdown's `no-scripts NAME...`: the if-*.d scripts are not run for
+    # these (their pre-up ... post-down lines still are), with where named.
+    no_scripts: dict[str, SourceLocation] = field(default_factory=dict)
     # Files that turned lowering off with a `# netcfg: lower=off` pragma.
     lower_off_files: set[str] = field(default_factory=set)

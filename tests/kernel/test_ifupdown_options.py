@@ -133,3 +133,35 @@ def test_vrrp_is_refused_with_what_to_write_instead(tmp_path):
     [error] = [d for d in refused.value.diagnostics if d.severity == "error"]
     assert (error.loc.line, error.attribute) == (4, "vrrp")
     assert "protodown" in error.message and "macvlan stanza" in error.message
+
+
+def test_no_scripts_skips_the_if_d_scripts_of_the_interfaces_it_names(tmp_path, session):
+    """Debian ifupdown's `no-scripts NAME...` (its testcase.18): the if-*.d
+    scripts do not run for those interfaces; their own up lines still do, and
+    another interface's scripts run as before. Read back from what each
+    script wrote, and the links brought up in the kernel."""
+    from netcfg.apply.hooks import HookSettings
+    from netcfg.compile.pipeline import ConfigSource, compile_config
+
+    network, marks = tmp_path / "network", tmp_path / "marks"
+    (network / "if-up.d").mkdir(parents=True)
+    hook = network / "if-up.d" / "00mark"
+    hook.write_text(f"#!/bin/sh\necho script $IFACE >> {marks}\n")
+    hook.chmod(0o755)
+    path = tmp_path / "interfaces"
+    path.write_text(textwrap.dedent(f"""\
+        auto d0 d1
+        no-scripts d0
+        iface d0 inet manual
+            link-type veth
+            veth-peer-name d1
+            up echo line $IFACE >> {marks}
+        iface d1 inet manual
+        """))
+    config = compile_config(ConfigSource(path=str(path)))
+    settings = HookSettings(scripts_dir=str(network),
+                            record=str(tmp_path / "run" / "h.json")).with_config(config)
+    result = apply(config.model, session, hooks=settings)
+    assert result.verified
+    assert "UP" in link_details("d0")["flags"] and "UP" in link_details("d1")["flags"]
+    assert sorted(marks.read_text().splitlines()) == ["line d0", "script d1"]

@@ -502,3 +502,15 @@ def test_inherits_on_the_iface_line_is_a_line_of_the_stanza():
             for s in config.stanzas] == [
         ("eth1", "inet", "static", [("inherits", "eth0")]),
         ("eth2", None, None, [("inherits", "eth0")])]
+
+
+def test_no_scripts_names_interfaces_and_opens_no_stanza():
+    config, errors = parse_text(
+        """\
+        no-scripts eth0 eth[1-2]
+        iface eth0 inet manual
+        """
+    )
+    assert errors == []
+    assert list(config.no_scripts) == ["eth0", "eth1", "eth2"]
+    assert [s.name for s in config.stanzas] == ["eth0"]
