@@ -36,8 +36,10 @@ PPP_METHOD = "ppp"   # ifupdown's `inet ppp`, left to pon/poff (_left_to_pppd)
 # ifupdown's legacy names of attributes netcfg spells as ifupdown2 does:
 # Debian ifenslave's `slaves` (still in its README) is bond-slaves; ifupdown
 # 0.8's and ifupdown-ng's `description TEXT` runs `ip link set IF alias "TEXT"`:
-# netcfg's alias (IFLA_IFALIAS), printed back as alias.
-LEGACY_NAMES = {"slaves": "bond-slaves", "description": "alias"}
+# netcfg's alias (IFLA_IFALIAS), printed back as alias. ifupdown-ng's forward
+# executor writes forward-ipv4/-ipv6 (yes|no) to the forwarding sysctls.
+LEGACY_NAMES = {"slaves": "bond-slaves", "description": "alias",
+                "forward-ipv4": "ip-forward", "forward-ipv6": "ip6-forward"}
 
 
 @dataclass(slots=True)

@@ -135,7 +135,7 @@ _INERT_NAMES = {
 # ifupdown-ng's `use EXECUTOR`: the executors whose work netcfg infers from
 # the stanza's other lines (bridge-ports makes a bridge, as in ifupdown2).
 _NG_INFERRED = frozenset({"link", "static", "loopback", "bond", "bridge", "vlan", "vrf",
-                          "vxlan", "wireguard"})
+                          "vxlan", "wireguard", "forward"})
 
 # Refused families, by prefix. Valid netcfg attributes with the same prefix
 # (bridge-mcsnoop) never get here: only unknown names are explained.
@@ -251,9 +251,17 @@ def _ng_use(value: str) -> Unsupported:
     if "dhcp" in other:
         return Unsupported("'use dhcp' is ifupdown-ng's DHCP: write 'iface NAME inet dhcp' "
                            "(or inet6 dhcp) for netcfg to run a DHCP client", False)
+    instead = [_NG_SPELLED[e] for e in other if e in _NG_SPELLED]
     return Unsupported(f"ifupdown-ng's {', '.join(other)} executor: netcfg does not do what "
-                       "it does; remove the line or configure that with netcfg's own lines",
-                       False)
+                       "it does; remove the line or configure that with netcfg's own lines"
+                       + (f" ({'; '.join(instead)})" if instead else ""), False)
+
+
+# ifupdown-ng executors whose whole work is one netcfg line: the line to write.
+_NG_SPELLED = {
+    "ipv6-ra": "ipv6-ra writes accept_ra: write 'accept-ra 1', or 2 on a forwarding interface",
+    "ipv6-tempaddr": "ipv6-tempaddr writes use_tempaddr 2: write 'privext 2'",
+}
 
 
 def _hook_reason(hook: _Hook, hooks_dir: str) -> str:

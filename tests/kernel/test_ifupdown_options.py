@@ -1,8 +1,9 @@
 """ifupdown's and ifupdown-ng's options that netcfg took over in issue 22,
 against the real kernel: `description` (ifupdown 0.8 runs `ip link set IF
 alias TEXT`: netcfg's alias), `privext` and `accept_ra` (ifupdown's inet6
-sysctls use_tempaddr and accept_ra) and `inherits` (a stanza that starts from
-another's lines). Each is applied in the sandbox and read back from the
+sysctls use_tempaddr and accept_ra), ifupdown-ng's `forward-ipv4`
+(ip-forward), `inherits` (a stanza that starts from another's lines) and
+`no-scripts`. Each is applied in the sandbox and read back from the
 kernel (`ip -j`, /proc/sys); a second apply sends nothing; a change made by
 hand is repaired; a changed value is written.
 """
@@ -29,6 +30,7 @@ OPTIONS = textwrap.dedent("""\
         address 192.0.2.10/24
         description uplink to the lab switch
         mtu 1400
+        forward-ipv4 yes
     iface v0 inet6 static
         address 2001:db8::10/64
         privext 2
@@ -64,6 +66,9 @@ def test_ifupdown_options_reach_the_kernel(session, tmp_path, ip_json):
     assert _sysctl("v0", "use_tempaddr") == "2"
     assert _sysctl("v0", "accept_ra") == "0"
     assert _sysctl("v0p", "use_tempaddr") == "0"
+    # ifupdown-ng's forward-ipv4: ip-forward.
+    with open("/proc/sys/net/ipv4/conf/v0/forwarding") as f:
+        assert f.read().strip() == "1"
     # inherits: v1 took v0's lines of each family first (veth, mtu, alias,
     # addresses; privext and accept_ra from the inet6 stanza), its own added.
     v1 = link_details("v1")
