@@ -145,7 +145,8 @@ class Daemon:
         # One owner at a time: a CLI `apply --confirm` under way ends first
         # (the control socket is not open yet, so `netcfg confirm` reaches it),
         # and a config its trial reverted is not enforced (trial.py).
-        wait_for_cli_trial(self.run_dir, self.log, self.notifier.ping, self.notifier.status)
+        wait_for_cli_trial(self.run_dir, self.log, self.notifier.ping, self.notifier.status,
+                           extend=self.notifier.extend_timeout)
         refused = refused_by_a_cli_trial(self.run_dir, self.reconciler.desired)
         if refused is not None:
             raise NetcfgError(refused)

@@ -1,5 +1,5 @@
 """systemd's notification protocol (sd_notify): READY=1, STATUS=, RELOADING=1,
-STOPPING=1, WATCHDOG=1.
+STOPPING=1, WATCHDOG=1, EXTEND_TIMEOUT_USEC=.
 
 systemd-python's ``systemd.daemon.notify`` when it is installed; otherwise
 the datagram is written here, which is all sd_notify does: one AF_UNIX
@@ -99,6 +99,14 @@ class Notifier:
 
     def stopping(self) -> None:
         self.notify("STOPPING=1")
+
+    def extend_timeout(self, seconds: float) -> None:
+        """EXTEND_TIMEOUT_USEC=: systemd allows the start (or stop) ``seconds``
+        more from when it reads this, whatever TimeoutStartSec says; the
+        caller sends it again before that runs out (sd_notify(3)). For a
+        wait whose length is someone else's (a CLI trial's deadline)."""
+        usec = max(1, int(seconds * MONOTONIC_USEC))
+        self.notify(f"EXTEND_TIMEOUT_USEC={usec}", frequent=True)
 
     def watchdog_due(self, now: float) -> float | None:
         """Seconds until the next ping is due (None: no watchdog)."""

@@ -38,6 +38,11 @@ from netcfg.model.model import Model
 TRIAL_FILE = "trial.json"
 WAITING, CONFIRMED, REVERTED, REVERT_FAILED = "waiting", "confirmed", "reverted", "revert-failed"
 OUTCOMES_KEPT = 8    # ended trials a client may still ask about
+# While netcfgd waits for a CLI trial before READY=1, each EXTEND_TIMEOUT_USEC
+# grants this long and is re-sent at a third of it: a trial longer than
+# TimeoutStartSec does not get the waiting daemon killed, and a daemon stuck
+# in the wait is still killed within this long.
+START_EXTENSION_S = 30.0
 
 
 @dataclass
@@ -179,10 +184,15 @@ class Trials:
 
 
 def wait_for_cli_trial(run_dir: str, log: Any, ping: Callable[[], None],
-                       status: Callable[[str], None], poll_s: float = 0.2) -> None:
+                       status: Callable[[str], None], poll_s: float = 0.2,
+                       extend: Callable[[float], None] | None = None,
+                       extension_s: float = START_EXTENSION_S) -> None:
     """Before the daemon serves or writes anything: while `netcfg apply
     --confirm` working alone holds a trial (and the apply lock), wait for its
-    end, so `netcfg confirm` reaches it and nothing is enforced over it."""
+    end, so `netcfg confirm` reaches it and nothing is enforced over it.
+    ``extend(seconds)`` (Notifier.extend_timeout) keeps systemd's start
+    timeout ahead of the wait: the trial's length is the operator's choice
+    (up to MAX_CONFIRM_S), not the unit's TimeoutStartSec."""
     record = CliTrial(run_dir).read()
     if record is None or record.get("state") != WAITING:
         return
@@ -191,12 +201,17 @@ def wait_for_cli_trial(run_dir: str, log: Any, ping: Callable[[], None],
                 f"({left:.0f} s left): netcfgd waits for its end before it serves or "
                 f"enforces anything")
     status(f"waiting for the apply --confirm of pid {record.get('pid')} to end")
+    extend_next = 0.0
     while True:
         try:
             with apply_lock(run_dir, wait=False):
                 return
         except LockHeld:
             ping()
+            now = time.monotonic()
+            if extend is not None and now >= extend_next:
+                extend(extension_s)
+                extend_next = now + extension_s / 3
             time.sleep(poll_s)
 
 
