@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 from netcfg import __version__
 from netcfg.apply import hookrecord
 from netcfg.apply.confirm import run_dir
+from netcfg.apply.dhcp import Lease, clients as dhcp_clients
 from netcfg.apply.hooks import HookSettings
 from netcfg.apply.execute import ApplyFailed, ApplyResult, RevertFailed, apply, revert
 from netcfg.apply.lock import apply_lock
@@ -53,6 +54,7 @@ from netcfg.plan.scope import Selection
 from netcfgd import logs, service
 from netcfgd.control import (ANSWER_DEADLINE_S, MAX_CLIENTS, REQUEST_DEADLINE_S, ControlConnection,
                              ControlServer, ProtocolError)
+from netcfgd.dhcpwatch import DhcpWatch
 from netcfgd.dirty import DirtySet
 from netcfgd.hooks import NamespaceHooks
 from netcfgd.notify import Notifier
@@ -125,6 +127,7 @@ class Daemon:
         # (control.py): the loop waits on them, never for them.
         self.clients: set[ControlConnection] = set()
         self._selector: selectors.BaseSelector | None = None
+        self._dhcp_watch: DhcpWatch | None = None
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -210,6 +213,8 @@ class Daemon:
         self.enforced_from = ""
 
     def close(self) -> None:
+        if self._dhcp_watch is not None:
+            self._dhcp_watch.close()
         if self.reconciler is not None:
             self.reconciler.hooks.close()
             self.reconciler.interface_hooks.close()   # its worker's children: killed
@@ -257,9 +262,12 @@ class Daemon:
         selector.register(self.watch, selectors.EVENT_READ, self._on_netns_dir)
         selector.register(self.control, selectors.EVENT_READ, self._on_control)
         selector.register(self._wakeup[0], selectors.EVENT_READ, self._on_wakeup)
+        self._dhcp_watch = DhcpWatch(dhcp_clients(), selector, self._on_dhcp_exit)
         next_resync = time.monotonic() + self.options.resync
         with selector:
             while not self.stop_requested:
+                # The clients passes and applies started (or stopped) meanwhile.
+                self._dhcp_watch.refresh()
                 now = time.monotonic()
                 deadlines = [next_resync]
                 trial = self.trials.current
@@ -352,6 +360,15 @@ class Daemon:
                 self.dirty.mark(change.netns, now, change.obj)
             else:
                 counters.events_ignored += 1
+
+    def _on_dhcp_exit(self, lease: Lease, pid: int) -> None:
+        """A DHCP client netcfg runs exited (dhcpwatch.py): its namespace's
+        pass starts it again (apply's start_wanted)."""
+        assert self.reconciler
+        self.reconciler.counters.dhcp_clients_died += 1
+        self.log.warning(f"the {lease.describe()} (pid {pid}) exited; restarting it")
+        if lease.netns in self.reconciler.status:
+            self.dirty.mark(lease.netns, time.monotonic(), f"dhcp:{lease.iface}")
 
     def _on_netns_dir(self) -> None:
         assert self.watch and self.reconciler

@@ -95,6 +95,7 @@ class Counters:
     repairs: int = 0           # operations applied by passes
     failures: int = 0          # namespace passes that failed
     deferred: int = 0          # dirty windows whose namespaces all waited out a backoff
+    dhcp_clients_died: int = 0  # DHCP clients seen exiting (dhcpwatch.py); a pass restarts them
 
 
 @dataclass

@@ -163,7 +163,11 @@ class DhcpClients:
 
     def running(self) -> set[Lease]:
         """Clients whose pid file names a live process."""
-        found = set()
+        return set(self.pids())
+
+    def pids(self) -> dict[Lease, int]:
+        """The live clients and their pids (netcfgd watches them: dhcpwatch.py)."""
+        found: dict[Lease, int] = {}
         if not os.path.isdir(self.directory):
             return found
         for netns_dir in os.listdir(self.directory):
@@ -174,9 +178,15 @@ class DhcpClients:
                 if suffix != "pid" or family not in ("4", "6") or not iface:
                     continue
                 lease = Lease("" if netns_dir == "@" else netns_dir, iface, family)
-                if self._pid(lease) is not None:
-                    found.add(lease)
+                pid = self._pid(lease)
+                if pid is not None:
+                    found[lease] = pid
         return found
+
+    def recorded(self, lease: Lease) -> bool:
+        """A pid file for ``lease`` exists (its process alive or not):
+        stop() removes it, a client that died leaves it."""
+        return os.path.exists(self._path(lease, "pid"))
 
     def _path(self, lease: Lease, suffix: str) -> str:
         return os.path.join(self.directory, f"{lease.stem}.{suffix}")
