@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from netcfg.data import schemas_dir
@@ -139,14 +138,10 @@ def kernel_mappings(group: str) -> tuple[KernelMapping, ...]:
     return tuple(m for m in (kernel_mapping(group, a) for a in group_attributes(group)) if m)
 
 
-def schema_dir() -> Path:
-    return schemas_dir()
-
-
 @cache
 def group_schema(group: str) -> dict[str, Any]:
     """The schema file of one attribute group (``bridge``, ``common``, ...)."""
-    path = schema_dir() / "kinds" / f"{group}.json"
+    path = schemas_dir() / "kinds" / f"{group}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -157,7 +152,7 @@ def group_attributes(group: str) -> dict[str, AttributeSpec]:
 
 
 def all_groups() -> list[str]:
-    return sorted(p.name[:-5] for p in (schema_dir() / "kinds").iterdir()
+    return sorted(p.name[:-5] for p in (schemas_dir() / "kinds").iterdir()
                   if p.name.endswith(".json"))
 
 

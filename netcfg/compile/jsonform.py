@@ -14,12 +14,13 @@ import re
 import sys
 from typing import Any
 
+from netcfg.data import schemas_dir
 from netcfg.kinds import registry
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.location import SourceLocation
 from netcfg.model.model import IFACE, NETNS, TARGET, VOLUME, ConfigObject, Model
-from netcfg.spec import (all_groups, group_attributes, group_schema, schema_dir,
-                                 value_checker)
+from netcfg.spec import (all_groups, group_attributes, group_schema,
+                         value_checker)
 
 FORMAT_VERSION = 1
 # How deeply a JSON config (a model, vars.json) may nest. Python's reader
@@ -236,7 +237,7 @@ def document_schema() -> dict[str, Any]:
 
     Assembled from the group files so that each attribute is described once.
     """
-    top = json.loads((schema_dir() / "netcfg.schema.json").read_text(encoding="utf-8"))
+    top = json.loads((schemas_dir() / "netcfg.schema.json").read_text(encoding="utf-8"))
     defs = top.setdefault("$defs", {})
     for group in all_groups():
         defs[group] = {k: v for k, v in group_schema(group).items()

@@ -30,7 +30,7 @@ from netcfg.netlink.codecs import codec
 from netcfg.netlink.nlmsg import (IFLA_BRPORT_VLAN_TUNNEL,
                                   IFLA_VXLAN_COLLECT_METADATA, rtattr)
 from netcfg.spec import (INFO, LINK, PORT, SYSCTL, KernelMapping, all_groups,
-                                 group_attributes, kernel_defaults, kernel_mappings)
+                         group_attributes, kernel_defaults, kernel_mappings)
 
 # Each turns a param's value into one attribute (b"" for nothing to send).
 Encoder = Callable[[Any], bytes]
