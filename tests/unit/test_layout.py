@@ -84,7 +84,7 @@ def test_setup_cfg_installs_every_data_file_under_share_netcfg():
 def test_an_installed_prefix_finds_its_data(tmp_path):
     # A venv with netcfg copied into its site-packages and the data under
     # PREFIX/share/netcfg, as setup.cfg's data_files lay them out (Debian: /usr).
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip",
                     str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
