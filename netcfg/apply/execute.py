@@ -117,11 +117,8 @@ class _Scope:
         # desired: generic netlink state that matters only where a config
         # writes it (NICs' link modes) is asked only there (issue 21/25:
         # Proxmox's 10 s poll loaded pyroute2 for every NIC).
-        if self.purge:
-            model = self.session.read(self.namespaces, foreign_routes=self.purge,
-                                      desired=self.desired)
-        else:
-            model = self.session.read(self.namespaces, desired=self.desired)
+        model = self.session.read(self.namespaces, foreign_routes=self.purge,
+                                  desired=self.desired)
         view = managed_view(self.desired, model, self.session.managed(), self.namespaces,
                             self.purge)
         # Open vSwitch's bridges and ports, from its database (apply/ovs.py).
