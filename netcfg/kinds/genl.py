@@ -2,7 +2,8 @@
 
 A WireGuard device is created by rtnetlink but its keys and peers are
 WG_CMD_SET_DEVICE's; a NIC's speed is ethtool's LINKMODES_SET. Such a kind
-subclasses ``GenlState`` and names the family and the attributes it carries.
+subclasses ``GenlState`` and names the attributes that family carries (the
+family itself is named where it is spoken: kernel/wireguard.py, kernel/ethtool.py).
 Three places then know the kind by name, and nothing else does:
 
 - netlink/encode.py leaves these attributes out of rtnetlink requests
@@ -24,8 +25,6 @@ from netcfg.kinds import registry
 class GenlState:
     """Mixin of a kind with state in a generic netlink family."""
 
-    # The family's name as the kernel registers it (`genl ctrl list`).
-    genl_family: str = ""
     # The attributes set and read over that family, never over rtnetlink.
     genl_attributes: tuple[str, ...] = ()
 

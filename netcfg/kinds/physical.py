@@ -30,7 +30,6 @@ ETHTOOL_ATTRIBUTES = (SPEED, DUPLEX, AUTONEG)
 
 class Physical(GenlState, Kind):
     name = "physical"
-    genl_family = "ethtool"
     genl_attributes = ETHTOOL_ATTRIBUTES
     # Hardware comes and goes with the machine, not with the config.
     creatable = False

@@ -206,7 +206,6 @@ def peers(obj: ConfigObject) -> list[Peer]:
 
 class Wireguard(GenlState, Kind):
     name = "wireguard"
-    genl_family = "wireguard"
     genl_attributes = GENL_ATTRIBUTES
     link_type = "wireguard"
     defining_attributes = (PRIVATE_KEY_FILE, PEER)
