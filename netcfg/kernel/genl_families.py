@@ -35,9 +35,9 @@ from netcfg.model.model import Model
 
 class GenlReader(Protocol):
     kind: str    # the kind whose devices it reads
-    # Optional (False when absent): for a read compared with a config, ask
-    # only the devices the config writes this kind's attributes on.
-    # only_where_written: bool
+    # For a read compared with a config, ask only the devices the config
+    # writes this kind's attributes on.
+    only_where_written: bool
 
     def read(self, genl: GenlSockets, state: NamespaceState) -> int:
         """Add the family's attributes to ``state``'s devices of ``kind``;
@@ -56,7 +56,7 @@ def read_genl_state(genl: GenlSockets, state: NamespaceState,
     for reader in READERS:
         if reader.kind not in kinds:
             continue
-        if desired is not None and getattr(reader, "only_where_written", False):
+        if desired is not None and reader.only_where_written:
             scoped = written_only(state, desired, reader.kind)
             if scoped.interfaces:
                 asked += reader.read(genl, scoped)

@@ -156,6 +156,8 @@ class WireguardReader:
     """The wireguard kind's read-back (kernel/genl_families.py lists it)."""
 
     kind = WIREGUARD
+    # A revert that re-creates a device the config dropped needs its keys.
+    only_where_written = False
 
     def read(self, genl: GenlSockets, state: NamespaceState) -> int:
         """Fill the wireguard devices of one namespace's read with their
