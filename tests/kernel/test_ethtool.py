@@ -125,9 +125,6 @@ iface vmbr0 inet static
 """
 
 
-# Until apply/execute.py's _Scope.current() passes desired= to session.read()
-# (the lead's change, /tmp/p2/execute.patch), every read asks every NIC. Strict:
-# remove this mark in the commit that lands it.
 @pytest.fixture
 def nics(session):
     """eno1 and eno2: veths whose peers are up, read as NICs by nic_standin.py."""
