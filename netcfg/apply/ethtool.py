@@ -17,8 +17,30 @@ from netcfg.apply.refusal import Refused
 from netcfg.kernel.ethtool import LinkModes, set_link_modes
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.session import KernelSession
-from netcfg.kinds.physical import AUTONEG, DUPLEX, SPEED
+from netcfg.kinds.physical import AUTONEG, DUPLEX, ETHTOOL_ATTRIBUTES, SPEED
 from netcfg.plan.ops import LINK_SET, Operation
+
+
+def refusal(op: Operation, session: KernelSession) -> Refused | None:
+    """The refusal of ``op``'s link modes that the read already tells: the
+    device is no NIC (a tun, any kind the kernel names). apply/genl.py asks
+    it of the whole plan before anything is written (issue 24, L2)."""
+    if op.action != LINK_SET or not any(a in op.params for a in ETHTOOL_ATTRIBUTES):
+        return None
+    state = session.states.get(op.netns)
+    kind = state.kernel_kinds.get(op.name) if state is not None else None
+    if kind is None:
+        return None
+    # Not a NIC: a tun accepts the SET and keeps it, but reading every
+    # tap's modes back would cost each read a request per tap (a host of
+    # VMs has hundreds), so the modes are refused, never sent: before,
+    # verification failed on every apply while the SET stayed.
+    # Said of the link-mode attributes alone, so at the first one's line.
+    asked = dataclasses.replace(op, params={a: v for a, v in op.params.items()
+                                            if a in ETHTOOL_ATTRIBUTES})
+    return Refused(asked, NetlinkError(errno.EOPNOTSUPP, 0, tag=asked),
+                   f" ({op.name} is a {kind} device, not a NIC: it has no link speed, "
+                   f"duplex or autonegotiation to set; remove the line)")
 
 
 def configure(op: Operation, session: KernelSession) -> int:
@@ -26,21 +48,11 @@ def configure(op: Operation, session: KernelSession) -> int:
     op has some); returns the requests sent."""
     if op.action != LINK_SET:
         return 0
+    refused = refusal(op, session)   # checked before the apply wrote anything; kept as a guard
+    if refused is not None:
+        raise refused
     params = op.params
     modes = LinkModes(params.get(AUTONEG), params.get(SPEED), params.get(DUPLEX))
-    state = session.states.get(op.netns)
-    kind = state.kernel_kinds.get(op.name) if state is not None else None
-    if kind is not None:
-        # Not a NIC: a tun accepts the SET and keeps it, but reading every
-        # tap's modes back would cost each read a request per tap (a host of
-        # VMs has hundreds), so the modes are refused, never sent: before,
-        # verification failed on every apply while the SET stayed (issue 24, L2).
-        # Said of the link-mode attributes alone, so at the first one's line.
-        asked = dataclasses.replace(op, params={a: v for a, v in params.items()
-                                                if a in (SPEED, DUPLEX, AUTONEG)})
-        raise Refused(asked, NetlinkError(errno.EOPNOTSUPP, 0, tag=asked),
-                      f" ({op.name} is a {kind} device, not a NIC: it has no link speed, "
-                      f"duplex or autonegotiation to set; remove the line)")
     try:
         return set_link_modes(session.genl, op.netns, op.name, modes, tag=op)
     except NetlinkError as e:

@@ -287,6 +287,14 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
                          made={n: set(names) for n, names in scope.session.managed().items()})
     for netns, routes in replaced.items():
         result.purged_routes.setdefault(netns, []).extend(routes)
+    # What the read already says the kernel cannot take (link modes on a
+    # device that is no NIC: apply/genl.py) is refused before any write or
+    # hook, not written and reverted; a dry run says so.
+    refused = genl.refusal(plan.operations, scope.session)
+    if refused is not None:
+        if not dry_run:
+            raise ApplyFailed(f"{explain(refused, wanted)}; refused, nothing was changed")
+        plan.notes.append(f"apply refuses this: {explain(refused, wanted)}")
     if dry_run or not (plan.batches or runner.due()):
         result.verified = not plan.batches
         return result

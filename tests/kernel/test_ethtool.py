@@ -21,14 +21,17 @@ them read, compared (drift at the line) and verified.
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from netcfg.apply import ethtool as apply_ethtool
+from netcfg.apply.execute import ApplyFailed, apply
 from netcfg.apply.refusal import Refused, explain
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.ethtool import LinkModesReader
@@ -101,6 +104,53 @@ def test_a_refused_set_fails_at_the_attributes_line(session, veth, tmp_path):
     message = explain(refused.value, wanted)
     assert message.startswith(f"{path}:3: error: eth30: "), message
     assert "EOPNOTSUPP" in message or "not supported" in message, message
+
+
+def _fence(monitor: subprocess.Popen, name: str) -> str:
+    """What ``monitor`` printed before it saw tap ``name`` change (made,
+    then its mtu nudged until seen: a monitor just started may not listen yet)."""
+    subprocess.run(["ip", "tuntap", "add", name, "mode", "tap"], check=True)
+    lines, deadline, mtu = [], time.monotonic() + 10, 1400
+    while time.monotonic() < deadline:
+        if not select.select([monitor.stdout], [], [], 0.2)[0]:
+            mtu += 1
+            subprocess.run(["ip", "link", "set", name, "mtu", str(mtu)], check=True)
+            continue
+        line = monitor.stdout.readline()
+        if name in line:
+            return "".join(lines)
+        lines.append(line)
+    raise AssertionError(f"ip monitor never showed {name}")
+
+
+def test_link_modes_on_a_tap_are_refused_before_anything_is_written(session, tmp_path):
+    """A tun is no NIC (issue 24, L2), and the read says so: the apply is
+    refused before its first write, not written and reverted, so the tap's
+    mtu is never set (and set back): the kernel sends no event about it.
+    A dry run shows the refusal at the line."""
+    path = tmp_path / "interfaces"
+    path.write_text("auto tap7\niface tap7\n    mtu 1400\n    link-speed 1000\n")
+    wanted = compile_config(ConfigSource(path=str(path))).model
+    subprocess.run(["ip", "tuntap", "add", "tap7", "mode", "tap"], check=True)
+    monitor = subprocess.Popen(["ip", "-o", "monitor", "link"], stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        _fence(monitor, "fence0")
+        planned = apply(wanted, session, dry_run=True)
+        with pytest.raises(ApplyFailed) as failed:
+            apply(wanted, session)
+        events = _fence(monitor, "fence1")
+    finally:
+        monitor.terminate()
+        monitor.wait()
+        for name in ("tap7", "fence0", "fence1"):
+            subprocess.run(["ip", "link", "delete", name], capture_output=True)
+    assert "tap7" not in events, events
+    assert f"{path}:4: error: tap7" in str(failed.value), failed.value
+    assert "tun device, not a NIC" in str(failed.value), failed.value
+    assert "nothing was changed" in str(failed.value), failed.value
+    assert [n for n in planned.plan.notes
+            if n.startswith(f"apply refuses this: {path}:4: error: tap7")], planned.plan.notes
 
 
 # ---------------------------------------------------------------- asked only where needed
