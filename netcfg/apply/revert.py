@@ -28,7 +28,7 @@ def foreign_recreations(ops: list[Operation], before: Model, desired: Model,
     (``desired``) nor netcfg made (``made``: netcfg's group per namespace, as
     read before the apply), and the keys of those devices. A device is
     re-created when a link-add makes a device ``before`` had."""
-    lost = sorted({op.key[1:3] for op in ops if op.action == LINK_ADD
+    lost = sorted({(op.netns, op.name) for op in ops if op.action == LINK_ADD
                    and (op.netns, op.name) in before.interfaces
                    and (op.netns, op.name) not in desired.interfaces
                    and op.name not in made.get(op.netns, ())})
@@ -36,7 +36,7 @@ def foreign_recreations(ops: list[Operation], before: Model, desired: Model,
         return ops, []
     gone = set(lost)
     for op in ops:   # a veth's link-add makes its other end too
-        if op.action == LINK_ADD and op.key[1:3] in gone and op.params.get(PEER_PARAM):
+        if op.action == LINK_ADD and (op.netns, op.name) in gone and op.params.get(PEER_PARAM):
             gone.add((op.params.get(PEER_NETNS_PARAM, op.netns), op.params[PEER_PARAM]))
     kept = [op for op in ops if (op.netns, op.name) not in gone
             and not (op.action == MASTER_SET and (op.netns, op.params.get("master")) in gone)]
