@@ -55,10 +55,12 @@ def node_files(workdir: str, nics: list[str], vnets: int) -> str:
         f.write(sdn.sdn_interfaces(sdn.vnets(vnets)))
     host = sdn.host_interfaces(source_glob=os.path.join(sdn_dir, "*"))
     extra = "".join(f"iface {name} inet manual\n\n" for name in nics if name != sdn.NIC)
+    stanza = f"iface {sdn.NIC} inet manual\n"
+    if stanza not in host:   # else the extra NICs would silently not be declared
+        raise SystemExit(f"sdn.host_interfaces() has no '{stanza.strip()}' to add NICs after")
     path = os.path.join(workdir, "interfaces")
     with open(path, "w") as f:
-        f.write(host.replace(f"iface {sdn.NIC} inet manual\n", f"iface {sdn.NIC} inet manual\n"
-                             f"\n{extra}", 1))
+        f.write(host.replace(stanza, f"{stanza}\n{extra}", 1))
     return path
 
 
