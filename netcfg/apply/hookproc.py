@@ -41,37 +41,55 @@ def pdeathsig_prefix() -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
+def start_hook(argv: list[str], env: dict[str, str], output, *, netns: str,
+               netns_dir: str) -> subprocess.Popen:
+    """Start one hook command in ``netns`` with its output to the file
+    ``output``, in a session of its own (killable as a group), killed with us
+    (issue 23 L1: a SIGKILLed apply left its pre-up running beside the next
+    apply's), under ifupdown2's umask, not the unit's. OSError if it cannot."""
+    if netns:
+        argv = ["nsenter", f"--net={os.path.join(netns_dir, netns)}", "--", *argv]
+    return subprocess.Popen([*pdeathsig_prefix(), *argv], env=env, stdin=subprocess.DEVNULL,
+                            stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+                            umask=HOOK_UMASK)
+
+
+def kill_group(child: subprocess.Popen) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def cannot_start(argv: list[str], error: OSError) -> str:
+    return f"cannot run {argv[0]}: {error.strerror or error}"
+
+
+def with_timeout_note(text: str, code: int, timeout_s: float) -> str:
+    if code != TIMED_OUT:
+        return text
+    return f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}" \
+           f"(killed after {timeout_s:g} s)"
+
+
 def run_hook(argv: list[str], env: dict[str, str], *, netns: str, netns_dir: str,
              timeout_s: float) -> tuple[int, str]:
     """(exit status, output: stdout and stderr together). Negative statuses
     are signals; TIMED_OUT a kill at ``timeout_s``; NOT_STARTED: cannot exec."""
-    if netns:
-        argv = ["nsenter", f"--net={os.path.join(netns_dir, netns)}", "--", *argv]
     with tempfile.TemporaryFile() as output:
         try:
-            # Killed with us (issue 23 L1: a SIGKILLed apply left its pre-up
-            # running beside the next apply's); ifupdown2's umask, not the unit's.
-            child = subprocess.Popen([*pdeathsig_prefix(), *argv], env=env,
-                                     stdin=subprocess.DEVNULL, stdout=output,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     umask=HOOK_UMASK)
+            child = start_hook(argv, env, output, netns=netns, netns_dir=netns_dir)
         except OSError as error:
-            return NOT_STARTED, f"cannot run {argv[0]}: {error.strerror or error}"
+            return NOT_STARTED, cannot_start(argv, error)
         try:
             code = child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_group(child)
             child.wait()
             code = TIMED_OUT
         output.seek(0)
         text = output.read().decode(errors="replace")
-    if code == TIMED_OUT:
-        text += f"{'' if not text or text.endswith(chr(10)) else chr(10)}" \
-                f"(killed after {timeout_s:g} s)"
-    return code, text
+    return code, with_timeout_note(text, code, timeout_s)
 
 
 def status_text(code: int) -> str:

@@ -25,15 +25,14 @@ puts in the background do not inherit that, and live on.
 from __future__ import annotations
 
 import collections
-import os
-import signal
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import IO, Callable, Iterable
 
-from netcfg.apply.hookproc import HOOK_UMASK, NOT_STARTED, TIMED_OUT, pdeathsig_prefix
+from netcfg.apply.hookproc import (NOT_STARTED, TIMED_OUT, cannot_start, kill_group, start_hook,
+                                   with_timeout_note)
 
 Key = tuple[str, str]
 POLL_S = 0.05          # how often a loop looks at running hooks
@@ -79,7 +78,6 @@ class HookWorker:
     clock: Callable[[], float] = time.monotonic
     _queues: dict[Key, collections.deque] = field(default_factory=dict)
     _running: dict[Key, _Running] = field(default_factory=dict)
-    _prefix: list[str] = field(default_factory=pdeathsig_prefix)
     _polled: float = float("-inf")
 
     def submit(self, jobs: Iterable[Job]) -> None:
@@ -106,7 +104,7 @@ class HookWorker:
         for key, running in list(self._running.items()):
             code = running.child.poll()
             if code is None and now - running.started >= self.timeout_s:
-                _kill_group(running.child)
+                kill_group(running.child)
                 code = TIMED_OUT
             if code is not None:
                 del self._running[key]
@@ -143,7 +141,8 @@ class HookWorker:
         """The daemon stops: hooks still running are killed (their time is
         bounded anyway); what they put in the background lives on."""
         for running in self._running.values():
-            _kill_group(running.child)
+            kill_group(running.child)
+            running.child.wait()   # reaped: no zombie while the daemon stops
             running.output.close()
         self._running.clear()
         self._queues.clear()
@@ -151,20 +150,13 @@ class HookWorker:
     # -- one child
 
     def _start(self, job: Job, now: float) -> "_Running | Finished":
-        argv = job.argv
-        netns = job.key[0]
-        if netns:
-            argv = ["nsenter", f"--net={os.path.join(self.netns_dir, netns)}", "--", *argv]
         output = tempfile.TemporaryFile()
         try:
-            child = subprocess.Popen([*self._prefix, *argv], env=job.env,
-                                     stdin=subprocess.DEVNULL, stdout=output,
-                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                     umask=HOOK_UMASK)
+            child = start_hook(job.argv, job.env, output, netns=job.key[0],
+                               netns_dir=self.netns_dir)
         except OSError as error:
             output.close()
-            return Finished(job, NOT_STARTED, f"cannot run {argv[0]}: {error.strerror or error}",
-                            0.0)
+            return Finished(job, NOT_STARTED, cannot_start(job.argv, error), 0.0)
         self._running[job.key] = _Running(job, child, output, now)
         return self._running[job.key]
 
@@ -173,14 +165,5 @@ class HookWorker:
         with running.output as output:
             output.seek(0)
             text = output.read().decode(errors="replace")
-        if code == TIMED_OUT:
-            text += ("" if not text or text.endswith("\n") else "\n") + \
-                f"(killed after {self.timeout_s:g} s)"
-        return Finished(running.job, code, text, now - running.started)
-
-
-def _kill_group(child: subprocess.Popen) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        return Finished(running.job, code, with_timeout_note(text, code, self.timeout_s),
+                        now - running.started)
