@@ -128,6 +128,9 @@ class Daemon:
         self.clients: set[ControlConnection] = set()
         self._selector: selectors.BaseSelector | None = None
         self._dhcp_watch: DhcpWatch | None = None
+        # Only a pass, an apply or a revert starts or stops DHCP clients: the
+        # watch looks at the pid files again after one, not on every wakeup.
+        self._dhcp_may_have_changed = True
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
 
     # ---------------------------------------------------------------- lifecycle
@@ -266,8 +269,9 @@ class Daemon:
         next_resync = time.monotonic() + self.options.resync
         with selector:
             while not self.stop_requested:
-                # The clients passes and applies started (or stopped) meanwhile.
-                self._dhcp_watch.refresh()
+                if self._dhcp_may_have_changed:
+                    self._dhcp_may_have_changed = False
+                    self._dhcp_watch.refresh()
                 now = time.monotonic()
                 deadlines = [next_resync]
                 trial = self.trials.current
@@ -319,6 +323,7 @@ class Daemon:
         self.log.info("stopping; the network is left as it is")
 
     def run_pass(self, namespaces: set[str] | list[str] | None) -> None:
+        self._dhcp_may_have_changed = True
         assert self.reconciler is not None
         result = self.reconciler.reconcile(namespaces, on_write=self._batch_done)
         self.reconciler.hooks.after_pass()
@@ -527,6 +532,7 @@ class Daemon:
         ``compiled``: what ``desired`` was compiled from, for its lines for
         other packages' hooks (if-*.d scripts see them as IF_*)."""
         assert self.reconciler is not None and self.session is not None
+        self._dhcp_may_have_changed = True
         # A client's apply runs its hooks in the loop (its answer waits for them):
         # bounded as the worker's are, below the unit's WatchdogSec (issue 23 H5).
         hooks = dataclasses.replace(self.hook_settings.with_config(compiled),
@@ -590,6 +596,7 @@ class Daemon:
     def end_trial(self, why: str) -> Trial:
         """Revert the change on trial (the deadline passed, or its client gave
         up): the state from before it is put back, and its config enforced."""
+        self._dhcp_may_have_changed = True
         trial = self.trials.current
         assert trial is not None and self.reconciler is not None
         try:
