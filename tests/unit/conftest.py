@@ -5,8 +5,22 @@ across exec: give the test process Python's own handler back, so it and the
 commands it runs see what an operator's terminal gives them."""
 
 import signal
+import socket
+
+import pytest
 
 
 def pytest_configure(config):
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# sd_notify's end: a datagram socket netcfgd's Notifier sends to (NOTIFY_SOCKET).
+@pytest.fixture
+def notify_socket(tmp_path):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    path = str(tmp_path / "notify")
+    sock.bind(path)
+    sock.settimeout(2)
+    yield path, sock
+    sock.close()

@@ -123,16 +123,6 @@ def test_events_decode_to_the_keys_they_dirty():
 
 # ---------------------------------------------------------------- sd_notify
 
-@pytest.fixture
-def notify_socket(tmp_path):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    path = str(tmp_path / "notify")
-    sock.bind(path)
-    sock.settimeout(2)
-    yield path, sock
-    sock.close()
-
-
 @pytest.mark.parametrize("library", [True, False], ids=["systemd-python", "own-datagrams"])
 def test_notify_messages_arrive_as_datagrams(notify_socket, library):
     path, sock = notify_socket

@@ -18,16 +18,6 @@ from netcfgd.notify import Notifier
 from netcfgd.trial import wait_for_cli_trial
 
 
-@pytest.fixture
-def notify_socket(tmp_path):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    path = str(tmp_path / "notify")
-    sock.bind(path)
-    sock.settimeout(2)
-    yield path, sock
-    sock.close()
-
-
 def _drain(sock: socket.socket, until: threading.Event | None = None) -> list[tuple[float, bytes]]:
     """Datagrams and when they arrived, until none came for 50 ms (after
     ``until`` is set)."""
