@@ -15,19 +15,13 @@ import subprocess
 import textwrap
 
 import pytest
+from vm_helpers import kernel_can
 
 from netcfg.apply.execute import apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
 
-
-def _kernel_can(*ip_args: str) -> bool:
-    made = subprocess.run(["ip", "link", "add", *ip_args], capture_output=True)
-    subprocess.run(["ip", "link", "del", ip_args[0]], capture_output=True)
-    return made.returncode == 0
-
-
 VM_TIER = pytest.mark.skipif(
-    not (_kernel_can("bondprobe0", "type", "bond") and _kernel_can("vrfprobe0", "type", "vrf",
+    not (kernel_can("bondprobe0", "type", "bond") and kernel_can("vrfprobe0", "type", "vrf",
                                                                     "table", "4000")),
     reason="VM tier: needs bonding and vrf (make test-vm)")
 

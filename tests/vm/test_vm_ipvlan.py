@@ -16,7 +16,7 @@ import sys
 import textwrap
 
 import pytest
-from vm_helpers import netcfgd, ping
+from vm_helpers import kernel_can, netcfgd, ping
 
 from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
@@ -26,10 +26,10 @@ from netcfg.model.tags import NETNS_MARK
 
 def _kernel_has_ipvlan() -> bool:
     subprocess.run(["ip", "link", "add", "ipvprobe0", "type", "dummy"], capture_output=True)
-    made = subprocess.run(["ip", "link", "add", "ipvprobe1", "link", "ipvprobe0", "type",
-                           "ipvlan"], capture_output=True)
-    subprocess.run(["ip", "link", "del", "ipvprobe0"], capture_output=True)
-    return made.returncode == 0
+    try:
+        return kernel_can("ipvprobe1", "link", "ipvprobe0", "type", "ipvlan")
+    finally:
+        subprocess.run(["ip", "link", "del", "ipvprobe0"], capture_output=True)
 
 
 VM_TIER = pytest.mark.skipif(not _kernel_has_ipvlan(),

@@ -18,20 +18,14 @@ import textwrap
 import time
 
 import pytest
+from vm_helpers import kernel_can
 
 from netcfg.apply.execute import apply
 from netcfg.compile.pipeline import ConfigSource, compile_config
 
-
-def _kernel_can(*ip_args: str) -> bool:
-    made = subprocess.run(["ip", "link", "add", *ip_args], capture_output=True)
-    subprocess.run(["ip", "link", "del", ip_args[0]], capture_output=True)
-    return made.returncode == 0
-
-
 VM_TIER = pytest.mark.skipif(
-    not (_kernel_can("vmprobe0", "type", "dummy")
-         and _kernel_can("vmprobe1", "type", "bridge", "vlan_filtering", "1")),
+    not (kernel_can("vmprobe0", "type", "dummy")
+         and kernel_can("vmprobe1", "type", "bridge", "vlan_filtering", "1")),
     reason="VM tier: needs dummy, 8021q, vrf, bonding and bridge VLAN filtering "
            "(make test-vm)")
 

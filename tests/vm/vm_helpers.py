@@ -1,4 +1,5 @@
-"""What the VM tests share: netcfgd's standalone target forked into a child
+"""What the VM tests share: whether the running kernel can make a kind of
+link (the tier's skip guard), netcfgd's standalone target forked into a child
 process (a fresh interpreter takes a minute to start under TCG; a fork starts
 warm), its SIGTERM stop, polling with the VM tier's patience, and netcfgd
 itself run on a config until it has repaired what a test broke."""
@@ -20,6 +21,14 @@ from pathlib import Path
 from polling import poll
 
 SETTLE_S = 120   # qemu TCG on a loaded machine: generous, but bounded
+
+
+def kernel_can(*ip_args: str) -> bool:
+    """Whether ``ip link add IP_ARGS...`` works here (the module is there); the
+    probe device, ``ip_args[0]``, is removed again."""
+    made = subprocess.run(["ip", "link", "add", *ip_args], capture_output=True)
+    subprocess.run(["ip", "link", "del", ip_args[0]], capture_output=True)
+    return made.returncode == 0
 
 
 def wait_for(what: str, probe, timeout: float = SETTLE_S, step: float = 0.5):
