@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,28 @@ REPO = Path(__file__).resolve().parents[2]
 GATEWAY = "10.77.0.1"
 PREFIX = 24
 BRIDGE = "fleet0"
+# The config the fleet tests roll out (Ansible's and the Kubernetes agent's):
+# a host's management address and one veth into each tenant's namespace.
+TEMPLATE = textwrap.dedent("""\
+    ## A fleet host: its management address and one veth per tenant.
+    auto mgmt0
+    iface mgmt0
+        address ${mgmt_address}
+
+    % for n, tenant in enumerate(tenants, start=1):
+    auto v-${tenant}
+    iface v-${tenant}
+        link-type veth
+        veth-peer-name eth0
+        veth-peer-netns ${tenant}
+        address 10.${host}.${n}.1/30
+
+    auto eth0
+    iface eth0
+        netns ${tenant}
+        address 10.${host}.${n}.2/30
+    % endfor
+    """)
 
 
 def mgmt_address(number: int) -> str:

@@ -14,13 +14,12 @@ import json
 import re
 import resource
 import subprocess
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 from conftest import ANSIBLE_VENV, REPO, SSHD, ansible_env
-from fakehosts import GATEWAY, PREFIX, Fleet, mgmt_address, wait
+from fakehosts import GATEWAY, PREFIX, TEMPLATE, Fleet, mgmt_address, wait
 
 HOSTS = 20
 BAD_HOST = 3
@@ -33,28 +32,6 @@ CONFIRM_TIMEOUT = 90
 # The playbook's own batches: three canaries, then a quarter of the fleet at
 # a time (1, 1, 1, 5, 5, 5, 2).
 SERIAL = None
-
-TEMPLATE = textwrap.dedent("""\
-    ## A fleet host: its management address and one veth per tenant.
-    auto mgmt0
-    iface mgmt0
-        address ${mgmt_address}
-
-    % for n, tenant in enumerate(tenants, start=1):
-    auto v-${tenant}
-    iface v-${tenant}
-        link-type veth
-        veth-peer-name eth0
-        veth-peer-netns ${tenant}
-        address 10.${host}.${n}.1/30
-
-    auto eth0
-    iface eth0
-        netns ${tenant}
-        address 10.${host}.${n}.2/30
-    % endfor
-    """)
-
 
 def host_vars(number: int, tenants: list[str]) -> dict:
     return {"mgmt_address": f"{mgmt_address(number)}/{PREFIX}", "host": number,

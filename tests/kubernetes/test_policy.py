@@ -17,40 +17,17 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from controlplane import REPO, ControlPlane, kubectl_path
-from fakehosts import GATEWAY, PREFIX, Fleet, mgmt_address, wait
+from fakehosts import GATEWAY, PREFIX, TEMPLATE, Fleet, mgmt_address, wait
 
 NODES = int(os.environ.get("NETCFG_KUBE_NODES", "10"))
 UNSELECTED = NODES            # the last node has no fleet label
 BAD_NODE = 3
-
-TEMPLATE = textwrap.dedent("""\
-    ## A node: its management address and one veth per tenant.
-    auto mgmt0
-    iface mgmt0
-        address ${mgmt_address}
-
-    % for n, tenant in enumerate(tenants, start=1):
-    auto v-${tenant}
-    iface v-${tenant}
-        link-type veth
-        veth-peer-name eth0
-        veth-peer-netns ${tenant}
-        address 10.${host}.${n}.1/30
-
-    auto eth0
-    iface eth0
-        netns ${tenant}
-        address 10.${host}.${n}.2/30
-    % endfor
-    """)
-
 
 def node_name(number: int) -> str:
     return f"h{number:02d}"
