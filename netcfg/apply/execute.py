@@ -35,9 +35,11 @@ from netcfg.apply import dhcp, genl, ovs
 from netcfg.apply.hooks import Hooks, HookSettings
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
+from netcfg.kinds import registry
 from netcfg.apply.refusal import Refused, explain
 from netcfg.apply.revert import foreign_recreations, not_restored
 from netcfg.apply.routes import foreign_route_removals, restore_requests
+from netcfg.kernel.modules import load_modules_with_devices
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
 from netcfg.kernel.session import KernelSession
@@ -183,6 +185,12 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         # stopped (dhclient-script flushes its addresses): stop it before the
         # state is read and written, start new ones once verified.
         stopped = [] if dry_run else dhcp.stop_unwanted(target, namespaces, selection)
+        if not dry_run:
+            # Modules that make devices of their own as they load (tunnels'
+            # fallback devices, dummy0): loaded before the read, not by the
+            # kernel in the middle of a batch (netcfg/kernel/modules.py).
+            load_modules_with_devices(registry.kind(kind).module_with_devices
+                                      for kind in {o.kind for o in target.interfaces.values()})
         before = scope.current()
         if selection:
             scope.selection, scope.keys = selection, selection.keys(target, before)

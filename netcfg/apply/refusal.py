@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 
 from netcfg.kernel.nl import NetlinkError
+from netcfg.kinds import registry
 from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, NetcfgError
 from netcfg.model.model import ConfigObject, Model
 from netcfg.plan.ops import (ADDR_ADD, LINK_ADD, LINK_SET, MASTER_SET, ROUTE_ADD, VLAN_ADD,
@@ -91,7 +92,9 @@ def _hint(op: Operation, failure: NetlinkError) -> str:
                 "(CONFIG_BRIDGE_VLAN_FILTERING): bridges work, VLAN-aware ones do not; "
                 "use a kernel built with it, or remove bridge-vlan-aware")
     if op.action == LINK_ADD and kind and failure.errno == errno.EOPNOTSUPP:
-        module = _MODULE_OF_KIND.get(str(kind), str(kind))
+        # A tunnel kind's module is not its name (gretap: ip_gre).
+        module = (_MODULE_OF_KIND.get(str(kind))
+                  or registry.kind(str(kind)).module_with_devices or str(kind))
         return (f"; the running kernel has no {kind} devices: load its module "
                 f"(modprobe {module}) or use a kernel built with it")
     if op.action in (VLAN_ADD, VLAN_DEL) and failure.errno == errno.EOPNOTSUPP:

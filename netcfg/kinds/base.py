@@ -102,6 +102,11 @@ class Kind(Trait):
     immutable_attributes: frozenset[str] = frozenset()
     # Netlink IFLA_INFO_KIND, for reading back (netcfg/kernel).
     info_kind: str | None = None
+    # The kernel module that registers the kind, when loading it makes
+    # devices of its own (a tunnel module's fallback device in every
+    # namespace, dummy's dummy0, bonding's bond0): apply loads it before it
+    # reads the kernel (netcfg/kernel/modules.py), not in the middle of a batch.
+    module_with_devices: str | None = None
     # The attributes naming the device the kernel's IFLA_LINK points to and
     # its namespace (a veth's peer, a vlan's lower device), for reading back.
     link_attributes: tuple[str, str] | None = None

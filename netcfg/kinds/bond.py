@@ -40,6 +40,7 @@ class Bond(Kind):
     # no bond-slaves line: compile/build.py writes it from theirs.
     defining_attributes = (SLAVES,)
     info_kind = "bond"
+    module_with_devices = "bonding"   # bond0 in the host's namespace (max_bonds=1)
     takes_rx_handler = True  # as a bridge: no macvlan on a slave (EBUSY)
     default_mtu = 1500  # ether_setup; slaves take the bond's
     # bond-mode is declared immutable in the schema: the kernel refuses a

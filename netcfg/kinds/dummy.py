@@ -18,6 +18,7 @@ class Dummy(Kind):
     name = "dummy"
     link_type = "dummy"
     info_kind = "dummy"
+    module_with_devices = "dummy"   # dummy0 in the host's namespace (numdummies=1)
     default_mtu = 1500  # ether_setup
 
 

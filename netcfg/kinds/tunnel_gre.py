@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("gre", "gre", ipv6=False, ethernet=False)
+KIND = TunnelDevice("gre", "gre", ipv6=False, ethernet=False,
+                     module="ip_gre")

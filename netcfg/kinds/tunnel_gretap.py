@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("gretap", "gretap", ipv6=False, ethernet=True)
+KIND = TunnelDevice("gretap", "gretap", ipv6=False, ethernet=True,
+                     module="ip_gre")

@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("ip6gre", "ip6gre", ipv6=True, ethernet=False)
+KIND = TunnelDevice("ip6gre", "ip6gre", ipv6=True, ethernet=False,
+                     module="ip6_gre")

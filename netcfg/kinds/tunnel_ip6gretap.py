@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("ip6gretap", "ip6gretap", ipv6=True, ethernet=True)
+KIND = TunnelDevice("ip6gretap", "ip6gretap", ipv6=True, ethernet=True,
+                     module="ip6_gre")

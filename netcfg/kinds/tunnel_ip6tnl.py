@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("ip6tnl", "ip6ip6", ipv6=True, ethernet=False)
+KIND = TunnelDevice("ip6tnl", "ip6ip6", ipv6=True, ethernet=False,
+                     module="ip6_tunnel")

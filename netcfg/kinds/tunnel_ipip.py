@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("ipip", "ipip", ipv6=False, ethernet=False)
+KIND = TunnelDevice("ipip", "ipip", ipv6=False, ethernet=False,
+                     module="ipip")

@@ -51,8 +51,9 @@ class TunnelDevice(Kind):
 
     immutable_attributes = frozenset(SETTINGS)
 
-    def __init__(self, name: str, mode: str, ipv6: bool, ethernet: bool):
+    def __init__(self, name: str, mode: str, ipv6: bool, ethernet: bool, module: str):
         self.name = self.info_kind = name
+        self.module_with_devices = module   # its fallback device, in every namespace
         self.mode = mode          # tunnel-mode of a device read back (ip6tnl: by its proto)
         self.ipv6 = ipv6
         if not ethernet:

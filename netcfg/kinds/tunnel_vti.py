@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("vti", "vti", ipv6=False, ethernet=False)
+KIND = TunnelDevice("vti", "vti", ipv6=False, ethernet=False,
+                     module="ip_vti")

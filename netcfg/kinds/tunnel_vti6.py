@@ -2,4 +2,5 @@
 
 from netcfg.kinds.tunnel_kinds import TunnelDevice
 
-KIND = TunnelDevice("vti6", "vti6", ipv6=True, ethernet=False)
+KIND = TunnelDevice("vti6", "vti6", ipv6=True, ethernet=False,
+                     module="ip6_vti")

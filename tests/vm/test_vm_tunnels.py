@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
-from vm_helpers import ping
+from vm_helpers import kernel_can, ping
 
 from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
@@ -25,14 +27,7 @@ from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.model.tags import NETNS_MARK
 
 
-def _kernel_has_gre() -> bool:
-    made = subprocess.run(["ip", "link", "add", "greprobe0", "type", "gre", "remote",
-                           "192.0.2.99"], capture_output=True)
-    subprocess.run(["ip", "link", "del", "greprobe0"], capture_output=True)
-    return made.returncode == 0
-
-
-VM_TIER = pytest.mark.skipif(not _kernel_has_gre(),
+VM_TIER = pytest.mark.skipif(not kernel_can("greprobe0", "type", "gre", "remote", "192.0.2.99"),
                              reason="VM tier: needs the ip_gre module (make test-vm)")
 
 CONFIG = textwrap.dedent("""\
@@ -182,3 +177,75 @@ def test_tunnels_apply_read_back_show_and_repair(session, tmp_path):
     assert info("", "tap1")["ifindex"] != index
     assert apply(model_of(tmp_path, changed), session).requests == 0
     assert {"gre0", "tunl0"} <= set(links("far")), links("far")
+
+
+# Loaded as the apply starts, the tunnel modules make their fallback devices
+# at the kernel's next free ifindex; netcfg starts its own 16 above the
+# highest it read. The test puts the two next to each other, as earlier
+# tests of this tier happened to (CI, run 28).
+MODULES = ("ipip", "sit", "ip6_tunnel")
+# What the test before loaded, users of ip6_tunnel among them first.
+TUNNEL_MODULES = ("ip6_gre", "ip6_vti", "ip_vti", "sit", "ipip", "ip6_tunnel")
+MODULE_CONFIG = textwrap.dedent("""\
+    auto ipip1
+    iface ipip1
+        tunnel-mode ipip
+        tunnel-endpoint 198.51.100.4
+        tunnel-local 192.0.2.1
+
+    auto sit1
+    iface sit1
+        tunnel-mode sit
+        tunnel-endpoint 198.51.100.5
+        tunnel-local 192.0.2.1
+
+    auto t6
+    iface t6
+        tunnel-mode ip6ip6
+        tunnel-endpoint 2001:db8:ffff::2
+    """)
+
+
+def unload(modules) -> str:
+    """modprobe -r each ("" when they are gone, else why not); a namespace of
+    the test before may still be going (netns cleanup is deferred) and hold
+    one for a moment."""
+    for _ in range(50):
+        done = subprocess.run(["modprobe", "-r", *TUNNEL_MODULES], capture_output=True,
+                              text=True)
+        left = [m for m in modules if Path(f"/sys/module/{m}").exists()]
+        if not left:
+            return ""
+        time.sleep(0.2)
+    return f"{left} stay loaded: {done.stderr.strip()} " + " ".join(
+        f"{m}: refcnt {(Path('/sys/module', m, 'refcnt')).read_text().strip()}" for m in left
+        if Path("/sys/module", m, "refcnt").exists())
+
+
+def next_kernel_ifindex() -> int:
+    """The ifindex the kernel gives the next device made without one."""
+    subprocess.run(["ip", "link", "add", "idxprobe", "type", "dummy"], check=True)
+    index = info("", "idxprobe")["ifindex"]
+    subprocess.run(["ip", "link", "del", "idxprobe"], check=True)
+    return index + 1
+
+
+@VM_TIER
+def test_modules_loaded_before_the_read_make_no_ifindex_clash(session, tmp_path):
+    why = unload(MODULES)
+    assert not why, f"nothing left to test: {why}"
+    highest = max(info("", dev)["ifindex"] for dev in links(""))
+    while next_kernel_ifindex() - 15 <= highest:
+        pass   # each probe moves the kernel's next index up by one
+    # A device of someone else's whose index puts netcfg's first (16 above
+    # it) one past the kernel's next: the second fallback device's.
+    keep = next_kernel_ifindex() - 15
+    subprocess.run(["ip", "link", "add", "keep0", "index", str(keep), "type", "dummy"],
+                   check=True)
+    try:
+        result = apply(model_of(tmp_path, MODULE_CONFIG), session)
+        assert result.verified
+        assert {"tunl0", "sit0", "ip6tnl0", "ipip1", "sit1", "t6"} <= set(links("")), links("")
+        assert apply(model_of(tmp_path, MODULE_CONFIG), session).requests == 0
+    finally:
+        subprocess.run(["ip", "link", "del", "keep0"], check=True)
