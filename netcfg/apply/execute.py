@@ -42,7 +42,7 @@ from netcfg.apply.routes import foreign_route_removals, restore_requests
 from netcfg.kernel.modules import load_modules_with_devices
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
-from netcfg.kernel.session import KernelSession
+from netcfg.kernel.session import BORROWED_FDS, KernelSession
 from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED, NetcfgError,
                                  UnknownDevice, UsageError, did_you_mean)
 from netcfg.model.gcpause import gc_paused
@@ -180,6 +180,8 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
             reached = {k[0] for k in unfrozen.keys(target, Model())}
             namespaces = [n for n in namespaces
                           if n in reached or n in selection.namespaces]
+        # Enough file descriptors for all of them, or nothing is done.
+        session.reserve_fds(namespaces)
         scope = _Scope(session, target, namespaces, frozenset(purge))
         # A DHCP client whose interface is no longer dhcp deconfigures it when
         # stopped (dhclient-script flushes its addresses): stop it before the
@@ -244,6 +246,8 @@ def down(config: Model, session: KernelSession, *, namespaces: Sequence[str] = (
                 raise UsageError(f"--netns {name}: no such namespace, and the config uses none "
                                  f"by that name" + did_you_mean(name, declared | existing))
         targets = list(dict.fromkeys(namespaces))
+    # Every existing namespace is asked whether netcfg made it (below).
+    session.reserve_fds({ROOT_NETNS, *targets, *session.existing_namespaces()})
     scope = _Scope(session, Model(), list(dict.fromkeys([ROOT_NETNS, *targets])))
     # Only a namespace netcfg made goes (its lo carries tags.NETNS_MARK):
     # one the config uses but another tool made (a container's) stays, and
@@ -437,17 +441,21 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
 def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:
     added = [op.name for op in batch if op.action == NETNS_ADD]
     deleted = [op.name for op in batch if op.action == NETNS_DEL]
-    if added:
-        for handle in session.nsdir.create_many(added):
+    nsids = {op.name: op.params.get("nsid") for op in batch if op.action == NETNS_ADD}
+    # In parts: each new namespace's fd is open until its socket is made.
+    for start in range(0, len(added), BORROWED_FDS):
+        part = added[start:start + BORROWED_FDS]
+        for handle in session.nsdir.create_many(part):
             session.handles[handle.name] = handle
-        session.open_sockets([ROOT_NETNS, *added])
+        session.open_sockets([ROOT_NETNS, *part])
         # Every managed namespace gets an nsid in the host's view (`nsid N` in
         # its netns stanza, else the kernel's pick): cross-namespace devices
         # and netcfgd's one event socket name namespaces by it.
-        for op in batch:
-            if op.action == NETNS_ADD:
-                session.nsid(ROOT_NETNS, op.name, op.params.get("nsid"))
-                session.mark_netns(op.name)
+        for name in part:
+            session.nsid(ROOT_NETNS, name, nsids[name])
+            session.mark_netns(name)
+        session.release_fds()   # the nsids' (NETNSA_FD): sent
+    if added:
         # A new namespace comes with lo (and, with their modules loaded, the
         # fallback tunnel devices): their ifindexes, before devices are made there.
         session.refresh_ifindexes(added)
@@ -498,17 +506,26 @@ def _transact(netns: str, ops: list[Operation], session: KernelSession,
               vrf_tables: dict[tuple[str, str], int], extra: Sequence[Request] = ()) -> int:
     ctx = _Context(netns, session, vrf_tables)
     requests: list[Request] = []
+    sent = 0
     for op in ops:
         requests.extend(encode(op, ctx))
+        if session.borrowed_fds() >= BORROWED_FDS:
+            # The namespaces these requests name by fd (veth peers' homes):
+            # sent now, so their fds can be closed (one fd per namespace).
+            _send(netns, requests, session)
+            sent += len(requests)
+            requests = []
+            session.release_fds()
     requests.extend(extra)
     if requests:
         _send(netns, requests, session)
-    sent = len(requests)
+    sent += len(requests)
     for op in ops:   # after: a device made by this batch has its sysctls only now
         _sysctls(op, session)
         # and its generic netlink settings (a wireguard device's keys and
         # peers, a port's link modes: apply/genl.py)
         sent += genl.configure(op, session)
+    session.release_fds()
     return sent
 
 

@@ -39,6 +39,7 @@ MNT_DETACH = 2
 SO_NETNS_COOKIE = 71
 NS_GET_NSTYPE = 0xB703      # _IO(0xb7, 0x3)
 NS_GET_ID = 0x8008B70D      # _IOR(0xb7, 0xd, __u64), Linux 6.18+
+SIOCGSKNS = 0x894C          # linux/sockios.h: an fd of a socket's network namespace
 
 DEFAULT_RUN_DIR = "/run/netns"
 ROOT_NS_PATH = "/proc/self/ns/net"
@@ -90,30 +91,64 @@ class Netns:
     """An open network namespace: name ("" is the root), O_CLOEXEC fd, identity.
 
     The fd keeps the namespace alive even after it is deleted; ``is_stale()``
-    says whether the name still leads to it.
+    says whether the name still leads to it. A session that has a socket in
+    the namespace (which keeps it alive as well) ``release()``s the fd, so a
+    namespace costs one fd, not two, and ``reacquire()``s it from the socket
+    when a request needs to name the namespace (issue 23: 10,000 namespaces
+    held two fds each against a hard limit of 20,000).
     """
 
-    __slots__ = ("name", "path", "fd", "identity")
+    __slots__ = ("name", "path", "fd", "identity", "closed")
 
     def __init__(self, name: str, path: str, fd: int, identity: NetnsIdentity):
         self.name, self.path, self.fd, self.identity = name, path, fd, identity
+        self.closed = False
 
     def is_stale(self) -> bool:
         """True when the name was deleted, or now names another namespace.
 
-        (dev, ino) is exact here: our open fd keeps this namespace, and so its
-        inode number, alive.
+        (dev, ino) is exact here: our open fd, or the socket a released
+        handle's session keeps there, keeps this namespace, and so its inode
+        number, alive.
         """
         try:
             st = os.stat(self.path)
         except OSError:
             return True
-        return self.fd < 0 or (st.st_dev, st.st_ino) != (self.identity.dev, self.identity.ino)
+        return self.closed or (st.st_dev, st.st_ino) != (self.identity.dev, self.identity.ino)
 
-    def close(self) -> None:
+    def release(self) -> None:
+        """Close the fd; something else (a socket inside) keeps the namespace."""
         fd, self.fd = self.fd, -1
         if fd >= 0:
             os.close(fd)
+
+    def reacquire(self, inside: socket.socket) -> int:
+        """The fd again, from a socket made inside the namespace (SIOCGSKNS:
+        the socket's own namespace, whatever its name leads to now), or, where
+        that is not allowed (no CAP_NET_ADMIN), from the path when it still
+        leads here."""
+        if self.fd >= 0:
+            return self.fd
+        try:
+            fd = _libc.ioctl(inside.fileno(), ctypes.c_ulong(SIOCGSKNS))
+            if fd < 0:
+                raise OSError(ctypes.get_errno(), "SIOCGSKNS")
+        except OSError:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as e:
+                raise NetnsError(self.name, f"cannot open {self.path}", e.errno) from None
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (self.identity.dev, self.identity.ino):
+                os.close(fd)
+                raise NetnsError(self.name, f"{self.path} names another namespace now") from None
+        self.fd = fd
+        return fd
+
+    def close(self) -> None:
+        self.release()
+        self.closed = True
 
     def __enter__(self) -> Netns:
         return self
@@ -331,7 +366,7 @@ class NetnsSwitcher:
         if threading.get_ident() == self._ident:
             raise NetnsError(netns.name, "NetnsSwitcher.call from inside a switched call "
                                          "would wait for itself")
-        if netns.fd < 0:    # its identity may still match where the thread is
+        if netns.closed:    # its identity may still match where the thread is
             raise NetnsError(netns.name, "the handle is closed")
         try:
             future = self._worker.submit(self._run, netns, fn, args)
@@ -351,7 +386,7 @@ class NetnsSwitcher:
         if not handles:
             return []
         for netns in handles:
-            if netns.fd < 0:
+            if netns.closed:
                 raise NetnsError(netns.name, "the handle is closed")
 
         def make_all() -> list[socket.socket]:

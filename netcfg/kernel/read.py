@@ -508,7 +508,7 @@ def netns_ids(sock: RtnlSocket, namespaces: Mapping[str, int]) -> dict[int, str]
 
 def read_model(sockets: Mapping[str, RtnlSocket],
                nsids: Mapping[str, Mapping[int, str]] | None = None,
-               netns_fds: Mapping[str, int] | None = None,
+               netns_fd: Callable[[str], int | None] | None = None,
                foreign_routes: Collection[str] = (),
                ) -> tuple[Model, dict[str, NamespaceState]]:
     """The current state of every namespace in ``sockets`` (name -> socket in
@@ -516,8 +516,8 @@ def read_model(sockets: Mapping[str, RtnlSocket],
 
     A reference into another namespace (a veth's peer, a macvlan's lower
     device) is named through ``nsids`` (namespace -> nsid -> namespace name,
-    as netns_ids() gives) where it covers it; else, with ``netns_fds`` (name
-    -> open fd), by asking the kernel the nsid of each candidate namespace
+    as netns_ids() gives) where it covers it; else, with ``netns_fd`` (name
+    -> an fd of it, open until the next call), by asking the kernel the nsid of each candidate namespace
     (RTM_GETNSID, one per pair, cached): exact either way. With neither, a
     veth's peer is the veth elsewhere whose ifindex is its IFLA_LINK and
     whose IFLA_LINK is its ifindex, taken only when each is the other's one
@@ -529,7 +529,7 @@ def read_model(sockets: Mapping[str, RtnlSocket],
     states = {netns: read_namespace(sock, netns, nsids.get(netns),
                                     foreign_routes=netns in foreign_routes)
               for netns, sock in sockets.items()}
-    nsid_of = _nsid_lookup(sockets, netns_fds) if netns_fds is not None else None
+    nsid_of = _nsid_lookup(sockets, netns_fd) if netns_fd is not None else None
     resolve_cross_namespace(states, nsids, nsid_of)
 
     model = Model()
@@ -554,13 +554,14 @@ def read_model(sockets: Mapping[str, RtnlSocket],
 
 
 def _nsid_lookup(sockets: Mapping[str, RtnlSocket],
-                 netns_fds: Mapping[str, int]) -> Callable[[str, str], int | None]:
-    """nsid_of(view, target): target's nsid in view's namespace, asked once."""
+                 netns_fd: Callable[[str], int | None]) -> Callable[[str, str], int | None]:
+    """nsid_of(view, target): target's nsid in view's namespace, asked once
+    (of the namespaces read)."""
     cache: dict[tuple[str, str], int | None] = {}
 
     def nsid_of(view: str, target: str) -> int | None:
         if (view, target) not in cache:
-            fd = netns_fds.get(target)
+            fd = netns_fd(target) if target in sockets else None
             cache[(view, target)] = None if fd is None else netns_id(sockets[view], fd)
         return cache[(view, target)]
     return nsid_of

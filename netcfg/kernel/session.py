@@ -8,6 +8,7 @@ model. Closing it closes every fd it opened.
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 from typing import Any, Callable, Collection, Iterable
@@ -17,7 +18,7 @@ from netcfg.kernel.genl_families import read_genl_state
 from netcfg.kernel.nl import RtnlSocket
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
-from netcfg.model.errors import UnknownDevice
+from netcfg.model.errors import NetcfgError, UnknownDevice
 from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.model.tags import NETNS_MARK
 from netcfg.netlink.nlmsg import (IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLINK_ROUTE, NETNSA_FD,
@@ -32,6 +33,22 @@ LOOPBACK_IFINDEX = 1          # lo is always the first device of a namespace
 # creating a device at the same moment gets the kernel's next free index,
 # normally just above the highest: the gap keeps the two apart.
 IFINDEX_GAP = 16
+# What a namespace holds open while a session uses it: its rtnetlink socket
+# (its handle's fd is released once the socket is made: ns.Netns.release).
+FDS_PER_NAMESPACE = 1
+# Handles' fds taken back at once (a request that names a namespace: a veth
+# peer's, an nsid's) before they are released again: a batch of 10,000
+# veths into as many namespaces is sent in parts of this many.
+BORROWED_FDS = 256
+# Besides the namespaces' and the borrowed: the setns thread's, pyroute2's
+# generic netlink sockets, OVSDB's, a hook's pipes, the DHCP clients' pidfds.
+FD_MARGIN = 64
+
+
+class TooManyNamespaces(NetcfgError):
+    """The namespaces an apply reaches need more file descriptors than the
+    process may open: refused before anything is read or written (issue 23:
+    at 10,000 namespaces EMFILE struck half-way, and the revert failed too)."""
 
 
 class KernelSession:
@@ -56,19 +73,66 @@ class KernelSession:
         # Reporting hook of the command using the session: called after each
         # batch with (batches done, batches, operations done, operations).
         self.on_batch: Callable[[int, int, int, int], None] | None = None
+        # Handles whose fd was taken back from their socket (netns()), until
+        # release_fds() closes it again.
+        self._borrowed: list[Netns] = []
         _raise_fd_limit()
 
     # -- namespaces and sockets
+
+    def reserve_fds(self, namespaces: Collection[str]) -> None:
+        """Refuse (TooManyNamespaces) to go on when holding ``namespaces``,
+        besides what is open now, would pass RLIMIT_NOFILE (its soft limit,
+        raised to the hard one as the session started)."""
+        new = sum(1 for name in namespaces if name not in self.handles)
+        open_now = len(os.listdir("/proc/self/fd"))
+        spare = min(len(namespaces), BORROWED_FDS) + FD_MARGIN
+        needed = open_now + FDS_PER_NAMESPACE * new + spare
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if needed > soft:
+            raise TooManyNamespaces(
+                f"refused, nothing was changed: {len(namespaces)} namespaces need "
+                f"{FDS_PER_NAMESPACE} file descriptor each while netcfg works in them, "
+                f"{needed} in all with the {open_now} open now and {spare} for the work, but "
+                f"this process may open {soft} (RLIMIT_NOFILE; hard limit {hard}). Raise "
+                f"the limit (as root: `ulimit -Hn {needed} && ulimit -n {needed}` in the "
+                f"shell, LimitNOFILE={needed} in a service's unit), or apply fewer namespaces "
+                f"at a time (`netcfg apply --netns NAME`)")
 
     def existing_namespaces(self) -> set[str]:
         return set(self.nsdir.list_names())
 
     def netns(self, name: str) -> Netns:
+        """The namespace's handle, its fd open (taken back from the socket when
+        it was released: see release_fds)."""
         handle = self.handles.get(name)
         if handle is None or handle.is_stale():
             handle = self.handles[name] = self.nsdir.open(name)
             self.sockets.pop(name, None)
+        elif handle.fd < 0:
+            handle.reacquire(self.sockets[name].sock)
+            self._borrowed.append(handle)
         return handle
+
+    def netns_fd(self, name: str) -> int:
+        """An fd of the namespace for one request sent before the next call
+        (read-back's nsid questions, one after the other): when many are
+        out, they are released first."""
+        if len(self._borrowed) >= BORROWED_FDS:
+            self.release_fds()
+        return self.netns(name).fd
+
+    def borrowed_fds(self) -> int:
+        return len(self._borrowed)
+
+    def release_fds(self) -> None:
+        """Close the fds of the handles whose namespace has a socket of ours
+        (which keeps it alive): one fd per namespace, not two. Only where no
+        request that names a namespace by fd is still to be sent."""
+        for handle in self._borrowed:
+            if handle.name in self.sockets and not handle.closed:
+                handle.release()
+        self._borrowed.clear()
 
     def socket(self, name: str) -> RtnlSocket:
         if name not in self.sockets:
@@ -77,18 +141,26 @@ class KernelSession:
 
     def open_sockets(self, names: Iterable[str]) -> None:
         """A socket in each of these namespaces that has none yet, made in one
-        trip to the setns thread (reads open every namespace's at once)."""
+        trip to the setns thread per BORROWED_FDS namespaces (reads open every
+        namespace's at once); the fd of each handle opened for it is released
+        once its socket is there."""
         missing = [n for n in dict.fromkeys(names) if n not in self.sockets]
-        handles = [self.netns(n) for n in missing]
-        raws = self.switcher.sockets_in(handles, socket.AF_NETLINK,
-                                        socket.SOCK_RAW | socket.SOCK_CLOEXEC, NETLINK_ROUTE)
-        for i, (name, raw) in enumerate(zip(missing, raws)):
-            try:
-                self.sockets[name] = RtnlSocket(raw)
-            except BaseException:
-                for left in raws[i:]:
-                    left.close()
-                raise
+        for start in range(0, len(missing), BORROWED_FDS):
+            part = missing[start:start + BORROWED_FDS]
+            # Handles opened here: no request names them by fd yet.
+            opened = [n for n in part if n not in self.handles or self.handles[n].is_stale()]
+            handles = [self.netns(n) for n in part]
+            raws = self.switcher.sockets_in(handles, socket.AF_NETLINK,
+                                            socket.SOCK_RAW | socket.SOCK_CLOEXEC, NETLINK_ROUTE)
+            for i, (name, raw) in enumerate(zip(part, raws)):
+                try:
+                    self.sockets[name] = RtnlSocket(raw)
+                except BaseException:
+                    for left in raws[i:]:
+                        left.close()
+                    raise
+            for name in opened:
+                self.handles[name].release()
 
     def _genl_raw_socket(self, name: str) -> socket.socket:
         """A NETLINK_GENERIC socket made inside namespace ``name`` (a datagram
@@ -124,8 +196,8 @@ class KernelSession:
         wanted = [n for n in dict.fromkeys(names) if n == ROOT_NETNS or n in existing]
         self.open_sockets(wanted)
         model, states = read_model({n: self.socket(n) for n in wanted},
-                                   netns_fds={n: self.netns(n).fd for n in wanted},
-                                   foreign_routes=foreign_routes)
+                                   netns_fd=self.netns_fd, foreign_routes=foreign_routes)
+        self.release_fds()
         # Generic netlink state (wireguard keys and peers, NICs' link modes)
         # of the devices that have it; nothing is asked elsewhere.
         for state in states.values():
@@ -141,6 +213,8 @@ class KernelSession:
 
         Equivalent to: `ip -n VIEW netns set TARGET auto` (or `... TARGET N`).
         """
+        # (Not netns_fd(): an encoder asks this between requests that name
+        # namespaces by fd and are still to be sent.)
         sock, fd = self.socket(view), self.netns(target).fd
         current = netns_id(sock, fd)
         if current is not None:
@@ -238,8 +312,8 @@ class KernelSession:
 
 
 def _raise_fd_limit() -> None:
-    """Two fds per namespace (its handle and its socket): 1000 tenants pass the
-    usual soft limit of 1024, so take the hard limit."""
+    """A socket per namespace: 1000 tenants pass the usual soft limit of
+    1024, so take the hard limit (reserve_fds checks against it)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -174,6 +174,27 @@ def test_sockets_from_socket_in_live_in_the_namespace(netns_dir, switcher):
         assert switcher.call(red, thread_netns_inode) == red.identity.ino
 
 
+def test_a_released_handle_comes_back_from_its_socket_and_knows_when_stale(netns_dir,
+                                                                           switcher):
+    red = netns_dir.create("red")
+    inside = switcher.socket_in(red, socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    with inside:
+        red.release()
+        assert red.fd == -1 and not red.is_stale()
+        fd = red.reacquire(inside)
+        assert os.fstat(fd).st_ino == red.identity.ino
+        assert switcher.call(red, thread_netns_inode) == red.identity.ino
+        red.release()
+        # The name now leads to another namespace: the socket still leads to
+        # the old one, which the handle gives back, and says is stale.
+        netns_dir.delete("red")
+        with netns_dir.create("red") as again:
+            assert red.is_stale()
+            assert os.fstat(red.reacquire(inside)).st_ino == red.identity.ino != again.identity.ino
+    red.close()
+    assert red.closed and red.is_stale()
+
+
 def test_sockets_in_many_namespaces_in_one_trip(netns_dir, switcher):
     spaces = [netns_dir.create(f"m{i}") for i in range(5)]
     try:

@@ -210,7 +210,7 @@ def test_veth_peers_resolve_through_nsids_too(scene):
 
     # Asking the kernel about candidates instead of passing the map: the same.
     fds = {n: h.fd for n, h in handles.items()}
-    by_fds, _states = read_model(sockets, netns_fds=fds)
+    by_fds, _states = read_model(sockets, netns_fd=fds.get)
     assert model_to_json(by_fds) == model_to_json(model)
 
     # One namespace alone: the peer's namespace is known, its name is not.
