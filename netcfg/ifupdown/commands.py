@@ -256,7 +256,10 @@ def cmd_ifquery(args: argparse.Namespace, state: State) -> int:
         if args.verbose or args.debug:
             for line in drift:
                 print(f"info: {line}", file=sys.stderr)
-        return 1
+        # As ifupdown2: the code is the printed verdicts' (drift on an
+        # interface not shown, a port that is not auto, is in the lines above).
+        assert verdicts is not None
+        return 1 if any(name in verdicts.interfaces for name in names) else 0
     return 0
 
 

@@ -193,3 +193,18 @@ def test_changing_the_only_address_keeps_the_default_route(host, capsys):
     assert [r["gateway"] for r in ip_json("route", "show", "default")] == ["192.0.2.1"]
     capsys.readouterr()
     assert main(["ifquery", "-a", "-c"]) == 0
+
+
+def test_ifquery_c_exit_code_follows_the_interfaces_it_shows(host, capsys):
+    """Drift on a port that is not `auto` (eno1, declared `inet manual`)
+    is not a verdict `ifquery -a -c` prints: every entry passes, and so does
+    the exit code (it was 1 with every entry 'pass', and Proxmox's SDN
+    status poller reads the code). `netcfg query --check` still sees it."""
+    assert main(["ifup", "-a"]) == 0
+    subprocess.run(["ip", "link", "set", "eno1", "mtu", "1400"], check=True)
+    host.write_text(PROXMOX.replace("iface eno1 inet manual",
+                                    "iface eno1 inet manual\n    mtu 1500"))
+    code, checked = check_json(capsys)
+    assert [o["status"] for o in checked] == ["pass", "pass"], checked
+    assert code == 0
+    assert netcfg(["query", "--check", "-c", str(host)]) != 0
