@@ -84,6 +84,9 @@ class Hold:
     why: str
     until: float | None = None        # monotonic; None: until a reload or an apply
     failures: int = 0
+    # A wireguard device held for its key file stays up with the keys it
+    # has (the tunnel works on): only its keys are left alone.
+    keys_only: bool = False
 
 
 @dataclass
@@ -166,6 +169,22 @@ class InterfaceHooks:
             self.log.error(f"{_label(key)}: {why}", extra={"NETCFG_NETNS": key[0]})
             del self._repairs[key]
 
+    def key_file_failed(self, key: Key, why: str) -> None:
+        """A wireguard device's key file cannot be used (missing, not root's,
+        not a key): its keys are left as the kernel has them (it stays up, the
+        tunnel works on with them), tried again with the pre-up backoff; the
+        rest of its namespace is repaired meanwhile (issue 23 M2: one missing
+        key file blocked every repair there)."""
+        old = self.held.get(key)
+        failures = (old.failures if old else 0) + 1
+        delay = min(PRE_UP_RETRY_FIRST_S * 2 ** (failures - 1), PRE_UP_RETRY_MAX_S)
+        self.held[key] = Hold(f"its key file cannot be used: {why}", self.clock() + delay,
+                              failures, keys_only=True)
+        if not old or not old.why.startswith("its key file"):
+            self._problem(key, why)
+            self.log.error(f"{_label(key)}: keys left as they are: {why}",
+                           extra={"NETCFG_NETNS": key[0]})
+
     def load(self) -> None:
         """A new config: holds and loop counts start again (it may fix the hook)."""
         self.held = {k: h for k, h in self.held.items() if k in self._pre_up}
@@ -182,7 +201,8 @@ class InterfaceHooks:
         for key, hold in sorted(self.held.items()):
             if key[0] == netns:
                 retry = "" if hold.until is None else f", retry in {max(0, hold.until - now):.1f} s"
-                out.append(f"{key[1]}: held down: {hold.why}{retry}")
+                held = "keys left as they are" if hold.keys_only else "held down"
+                out.append(f"{key[1]}: {held}: {hold.why}{retry}")
         for key, lines in sorted(self.problems.items()):
             if key[0] == netns:
                 out += [f"{key[1]}: {line}" for line in lines]

@@ -27,9 +27,11 @@ from typing import Any, Callable, Iterable
 
 from netcfg.apply.execute import ApplyResult, apply
 from netcfg.apply.hooks import HookSettings, PreUpDue
+from netcfg.apply.wireguard import KeyFileError
 from netcfg.kernel.ns import NetnsError
 from netcfg.kernel.read import KERNEL_ROUTE_PROTOCOLS
 from netcfg.kernel.session import KernelSession
+from netcfg.kinds.wireguard import PRIVATE_KEY_FILE, PUBLIC_KEY
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.model.tags import RTPROT_NETCFG
@@ -45,6 +47,8 @@ ENFORCE, REPORT = "enforce", "report"
 # IFA_PROTO of addresses the kernel makes (linux/if_addr.h IFAPROT_KERNEL_LO,
 # _RA, _LL): the read ignores them too.
 KERNEL_ADDRESS_ORIGINS = frozenset({1, 2, 3})
+# What a held wireguard device's config loses: its keys stay as the kernel has them.
+WIREGUARD_KEYS = frozenset({PRIVATE_KEY_FILE, PUBLIC_KEY})
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 60.0
 # A namespace deleted from outside is re-created once the kernel has freed
@@ -372,7 +376,8 @@ class Reconciler:
         if dry_run:
             return apply(self.desired, self.session, selection=selection, lowered=self.lowered,
                          narrow=True, dry_run=True, hooks=self.hook_settings)
-        for _ in range(3):
+        attempts = 0
+        while attempts < 3:     # a key file held is no attempt: each holds one more device
             settings = dataclasses.replace(self.hook_settings or HookSettings(),
                                            deferred=self.interface_hooks,
                                            held=self.interface_hooks.held_keys())
@@ -385,20 +390,34 @@ class Reconciler:
                 # Nothing written: plan again with them held down; the
                 # worker runs their pre-up, a later pass brings them up.
                 self.interface_hooks.pre_up_started(due.fingerprints)
-        raise NetcfgError("the interfaces' pre-up lines kept changing under the pass")
+                attempts += 1
+            except KeyFileError as e:
+                if e.device is None or e.device in settings.held:
+                    raise
+                # Nothing written: that device is held, the others repaired.
+                self.interface_hooks.key_file_failed(e.device, str(e))
+        raise NetcfgError("the interfaces' pre-up lines or key files kept changing under "
+                          "the pass")
 
     def _held_down(self, held: frozenset) -> tuple[Model, Any]:
         """The lowered config with ``held`` interfaces `link-down yes`: a pass
-        leaves them down (their pre-up runs, failed, or they loop: M1, M2)."""
+        leaves them down (their pre-up runs, failed, or they loop: M1, M2);
+        a wireguard device held for its key file keeps its keys and stays up."""
         assert self.lowered is not None
         target, report = self.lowered
         held = [k for k in held if k in target.interfaces]
         if not held:
             return self.lowered
         interfaces = dict(target.interfaces)
+        holds = self.interface_hooks.held
         for key in held:
             obj = interfaces[key]
-            interfaces[key] = dataclasses.replace(obj, attrs={**obj.attrs, "link-down": True})
+            # A wireguard device's keys left as the kernel has them (its key
+            # file may be what it is held for); down unless only that.
+            attrs = {a: v for a, v in obj.attrs.items() if a not in WIREGUARD_KEYS}
+            if not (key in holds and holds[key].keys_only):
+                attrs["link-down"] = True
+            interfaces[key] = dataclasses.replace(obj, attrs=attrs)
         return dataclasses.replace(target, interfaces=interfaces), report
 
     def _enforce(self, names: list[str], everything: bool, result: PassResult) -> None:

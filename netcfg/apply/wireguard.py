@@ -36,10 +36,16 @@ KIND = "wireguard"
 
 
 class KeyFileError(NetcfgError):
-    """A key file netcfg will not use; nothing was written."""
+    """A key file netcfg will not use; nothing was written. ``device``: the
+    (netns, name) of the wireguard device whose key file it is, when known
+    (netcfgd holds that device down and repairs the rest: issue 23 M2)."""
 
     exit_code = EXIT_INVALID_CONFIG
     retryable = False
+
+    def __init__(self, message: str, device: tuple[str, str] | None = None):
+        super().__init__(message)
+        self.device = device
 
 
 class WireguardError(NetcfgError):
@@ -77,18 +83,22 @@ def resolve(model: Model, session: KernelSession) -> Model:
         if path is None:
             continue
         what = f"{obj.label()}: {PRIVATE_KEY_FILE} (at {obj.where(PRIVATE_KEY_FILE)})"
-        private = read_key_file(path, what)
+        try:
+            private = read_key_file(path, what)
+        except KeyFileError as e:
+            raise KeyFileError(str(e), obj.key) from None
         public = key_text(public_key(private))
         written = obj.attrs.get(PUBLIC_KEY)
         if written is not None and written != public:
             raise KeyFileError(f"{what}: the key in {path} has public key {public}, not the "
-                               f"{PUBLIC_KEY} {written} the config gives; remove one of them")
+                               f"{PUBLIC_KEY} {written} the config gives; remove one of them",
+                               obj.key)
         if any(p.public_key == public for p in peers):
             # The kernel drops a peer with the device's own key when the key
             # is set (wg_noise_set_static_identity_private_key): refuse it here.
             raise KeyFileError(f"{what}: the key in {path} is the private half of peer "
                                f"{public}; a device cannot be its own peer. Use another key "
-                               f"file, or remove that peer")
+                               f"file, or remove that peer", obj.key)
         known.private[public] = private
         attrs = {a: v for a, v in obj.attrs.items() if a != PRIVATE_KEY_FILE}
         attrs[PUBLIC_KEY] = public

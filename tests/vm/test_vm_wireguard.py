@@ -201,3 +201,36 @@ def test_netcfgd_puts_back_a_removed_peer(session, tmp_path, keys):
         took = daemon.repairs("the removed peer", lambda: read_device(session, "a").peers)
         print(f"peer put back by netcfgd {took:.2f} s after its removal")
         assert ping("a", "10.70.0.2")
+
+
+def addresses(netns: str, dev: str) -> list[str]:
+    out = subprocess.run(["ip", "-n", netns, "-o", "addr", "show", "dev", dev],
+                         capture_output=True, text=True).stdout
+    return [line.split()[3] for line in out.splitlines()]
+
+
+@VM_TIER
+def test_netcfgd_repairs_around_a_missing_key_file(session, tmp_path, keys):
+    """Issue 23 M2: one missing key file blocked every repair in its namespace.
+    Now that wireguard device keeps the keys it has and stays up (the tunnel
+    works on), netcfgd says why, and the rest of the namespace is repaired;
+    the key file back, the hold ends at its next retry."""
+    folder, made = keys
+    config = tmp_path / "etc"
+    config.mkdir()
+    (config / "wg.tmpl").write_text(config_text(keys))
+    assert apply(compile_text(tmp_path, config_text(keys)), session).verified
+    with netcfgd(tmp_path, config, "--resync", "2") as daemon:
+        (folder / "a.key").rename(folder / "a.key.away")
+        subprocess.run(["ip", "-n", "a", "addr", "flush", "dev", "veth-a"], check=True)
+        took = daemon.repairs("veth-a's address beside a wg0 without its key file",
+                              lambda: "192.168.50.1/24" in addresses("a", "veth-a"))
+        print(f"veth-a repaired {took:.2f} s after its address went, a.key missing")
+        assert "wg0 (netns a): keys left as they are" in daemon.log.read_text()
+        assert key_text(read_device(session, "a").public_key) == made["a"][1]
+        assert ping("a", "10.70.0.2"), "the tunnel stopped with its key file gone"
+        (folder / "a.key.away").rename(folder / "a.key")
+        subprocess.run(["ip", "-n", "a", "addr", "flush", "dev", "veth-a"], check=True)
+        daemon.repairs("veth-a again, a.key back",
+                       lambda: "192.168.50.1/24" in addresses("a", "veth-a"))
+        assert ping("a", "10.70.0.2")
