@@ -50,6 +50,7 @@ FOREIGN_BOUNDED = 40
 EXAMPLES = int(os.environ.get("NETCFG_FOREIGN_EXAMPLES", FOREIGN_BOUNDED))
 FOREIGN_NAMESPACES = ("zns1", "zns2")   # made by `ip netns add`, never by netcfg
 TALLY: collections.Counter = collections.Counter()
+NOT_APPLIED: collections.Counter = collections.Counter()   # why, when config A was not
 
 
 # ---------------------------------------------------------------- foreign devices
@@ -206,8 +207,10 @@ def test_other_programs_devices_never_change(a, b, specs, netns_dir):
         with KernelSession(RUN_DIR) as session:
             try:
                 apply(model_a, session)
-            except NetcfgError:
-                TALLY["config A not applied"] += 1   # soundness's business, not this one's
+            except NetcfgError as e:
+                # soundness's business, not this one's; what it was, for the record
+                TALLY["config A not applied"] += 1
+                NOT_APPLIED[str(e).split(": ", 2)[-1][:160]] += 1
                 return
             bridges = sorted(name for (netns, name), obj in model_a.interfaces.items()
                              if netns == "" and obj.kind == "bridge")
@@ -255,3 +258,5 @@ def test_other_programs_devices_never_change(a, b, specs, netns_dir):
 def teardown_module(module) -> None:
     if TALLY:
         print(f"\nforeign property: {dict(TALLY)}")
+    for why, count in NOT_APPLIED.most_common():
+        print(f"config A not applied ({count}): {why}")
