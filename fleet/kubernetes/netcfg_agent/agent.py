@@ -62,6 +62,7 @@ class Agent:
     def report(self, policy: dict, state: str, reason: str, message: str = "", **fields):
         self.api.write_enactment(policy, self.node, state, reason, message, **fields)
         try:
+            # The policy's counts, which any agent's next report redoes.
             self.api.update_policy_status(policy["metadata"]["name"], None)
         except ApiException as error:
             log.warning("policy status: %s", error.reason)
@@ -93,6 +94,12 @@ class Agent:
             return False
         if status.get("configHash") == config_hash:
             if state == "Available":
+                if status.get("policyGeneration") != generation:
+                    # A new generation that is the same config for this node:
+                    # it is enacted already; the enactment says so for this
+                    # generation (the tier's edit-back waited for it forever).
+                    self.report(policy, "Available", "NoChange",
+                                "the node already has this config", configHash=config_hash)
                 return False
             if state in ("Failing", "Aborted") and status.get("policyGeneration") == generation:
                 return False        # until the policy changes, as kubernetes-nmstate
@@ -130,13 +137,20 @@ class Agent:
                 self.report(policy, "Pending", "WaitingForSlot",
                             f"{limit} of {len(matched)} nodes on trial at once", **fields)
             return True
+        log.info("%s: took %s (%d at once)", name, slot, limit)
         try:
-            if self.aborted(policy, limit, fields):
-                return False
-            self.report(policy, "Progressing", "Applying", f"slot {slot}", **fields)
-            self.roll_out(policy, staged, timeout, fields)
-        finally:
-            self.slots.release_all(name)
+            if not self.aborted(policy, limit, fields):
+                self.report(policy, "Progressing", "Applying", f"slot {slot}", **fields)
+                self.roll_out(policy, staged, timeout, fields)
+        except BaseException:
+            # The change may be on trial: the slot stays taken until its lease
+            # runs out or the next reconcile learns how the trial ended (it
+            # was released here, and another node started while this one was
+            # on trial: the tier saw 5 Progressing under a maxUnavailable of 4).
+            log.warning("%s: keeping %s: the roll-out stopped half-way", name, slot)
+            raise
+        self.slots.release_all(name)
+        log.info("%s: released %s", name, slot)
         return False
 
     def aborted(self, policy: dict, limit: int, fields: dict) -> bool:
@@ -145,7 +159,7 @@ class Agent:
         generation = policy["metadata"]["generation"]
         failing = [e["spec"]["nodeName"] for e in self.api.enactments(policy["metadata"]["name"])
                    if state_of(e) == "Failing" and e["spec"]["nodeName"] != self.node
-                   and e["status"].get("policyGeneration") == generation]
+                   and (e.get("status") or {}).get("policyGeneration") == generation]
         if len(failing) < limit:
             return False
         self.report(policy, "Aborted", "FailingNodes",
@@ -168,14 +182,14 @@ class Agent:
                                  f"{failure}; reverted: {said[-300:]}", **fields)
             return
         try:
-            summary = self.netcfg.confirm(trial)
+            requests = self.netcfg.confirm(trial)
         except NetcfgFailed as error:
             self.report(policy, "Failing", "ConfirmFailed", str(error), **fields)
             return
         stage.promote(staged, self.dest)
         self.netcfg.apply(self.dest)
         self.report(policy, "Available", "SuccessfullyConfigured", "",
-                    requests=summary.get("requests"), **fields)
+                    requests=requests, **fields)
 
     def report_retrying(self, policy: dict, *args, **fields) -> None:
         """After a revert the API server may take a moment to be reachable

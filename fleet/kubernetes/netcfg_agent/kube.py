@@ -126,14 +126,16 @@ class Api:
             for enactment in self.enactments(policy_name):
                 if enactment["spec"]["nodeName"] not in matched:
                     continue
+                # (An enactment just created has no status until its first
+                # status write: Pending.)
+                status = enactment.get("status") or {}
                 state = state_of(enactment) or "Pending"
-                if enactment["status"].get("policyGeneration") != generation and \
-                        state != "Available":
+                if status.get("policyGeneration") != generation and state != "Available":
                     state = "Pending"
                 counts[state.lower()] += 1
                 if state == "Failing":
                     failing.append(f"{enactment['spec']['nodeName']}: "
-                                   f"{enactment['status'].get('message', '')[:300]}")
+                                   f"{status.get('message', '')[:300]}")
             counts["pending"] = len(matched) - sum(v for k, v in counts.items()
                                                    if k != "pending")
             counts["matched"] = len(matched)

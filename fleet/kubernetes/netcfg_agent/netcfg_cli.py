@@ -1,7 +1,8 @@
 """The agent's only way to change the node: the `netcfg` command. A trial is
-`netcfg apply --confirm` started in its own session, so it outlives the agent:
-netcfgd holds the deadline and reverts unless `netcfg confirm` comes, whatever
-becomes of the agent (docs/daemon.md)."""
+`netcfg apply --confirm --json-events` started in its own session, so it
+outlives the agent: netcfgd holds the deadline and reverts unless `netcfg
+confirm` comes, whatever becomes of the agent (docs/daemon.md). Its JSON
+lines say when the trial begins (with the request count) and how it ended."""
 
 from __future__ import annotations
 
@@ -13,12 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# What `netcfg apply --confirm` prints on stderr once the change is applied and
-# verified: from then on it is on trial (the Ansible module waits for it too).
-ON_TRIAL_MARK = "run 'netcfg confirm' within"
-# Exit codes of netcfg (docs/cli.md): 3, the change was reverted.
-EXIT_REVERTED = 3
 APPLY_WAIT_S = 300
+# How long the client takes to end once the trial is confirmed or reverted.
+END_WAIT_S = 60
 
 
 class NetcfgFailed(Exception):
@@ -60,11 +58,23 @@ class Trial:
             time.sleep(0.1)
         return True
 
-    def summary(self) -> dict:
+    def events(self) -> list[dict]:
+        """The client's --json-events lines so far (trial-begin, trial-end,
+        or applied when there was nothing to put on trial)."""
         try:
-            return json.loads(self.out.read_text()).get("summary") or {}
-        except (OSError, ValueError):
-            return {}
+            lines = self.out.read_text().splitlines()
+        except OSError:
+            return []
+        events = []
+        for line in lines:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                pass        # a line still being written
+        return events
+
+    def event(self, name: str) -> dict | None:
+        return next((e for e in self.events() if e.get("event") == name), None)
 
     def forget(self) -> None:
         self.record.unlink(missing_ok=True)
@@ -110,46 +120,60 @@ class Netcfg:
         return Trial(data["pid"], data["config_hash"], record)
 
     def start_trial(self, config: Path, seconds: int, config_hash: str) -> Trial:
-        """Start the trial and return once the change is applied and verified.
-        Raises NetcfgFailed when the apply failed (netcfg reverted it)."""
+        """Start the trial and return once the change is applied, verified
+        and on trial (its trial-begin line). Raises NetcfgFailed when the
+        apply failed (netcfg reverted it)."""
         record = self.state_dir / "trial.json"
         trial = Trial(0, config_hash, record)
         with open(trial.out, "w") as out, open(trial.err, "w") as err:
             client = subprocess.Popen(
                 [self.executable, "apply", "-c", str(config), "--confirm", str(seconds),
-                 "--json"], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                 "--json-events"], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 start_new_session=True, cwd="/")
         trial.pid = client.pid
         record.write_text(json.dumps({"pid": client.pid, "config_hash": config_hash}))
         deadline = time.monotonic() + APPLY_WAIT_S
         while True:
             code = client.poll()
+            if trial.event("trial-begin") is not None:
+                return trial
             if code is not None:
                 trial.forget()
+                if code == 0 and trial.event("applied") is not None:
+                    return trial         # the node had it already: nothing on trial
                 raise NetcfgFailed(trial.said() or f"netcfg apply --confirm: exit {code}")
-            if ON_TRIAL_MARK in trial.said():
-                return trial
             if time.monotonic() > deadline:
                 raise NetcfgFailed(f"netcfg apply --confirm did not finish within "
                                    f"{APPLY_WAIT_S} s; netcfgd reverts it unconfirmed")
             time.sleep(0.05)
 
-    def confirm(self, trial: Trial) -> dict:
-        """Keep the change; the apply's summary (with "requests"). Raises
-        NetcfgFailed when the deadline came first (netcfgd reverted)."""
+    def confirm(self, trial: Trial) -> int:
+        """Keep the change; the apply's request count. Raises NetcfgFailed
+        when the trial ended otherwise (the deadline came first: netcfgd
+        reverted)."""
+        begun = trial.event("trial-begin")
+        if begun is None:                # nothing was put on trial
+            return 0
         done = self.run("confirm")
-        trial.wait_exit(30)
+        trial.wait_exit(END_WAIT_S)
         trial.forget()
-        if done.returncode != 0:
+        ended = trial.event("trial-end") or {}
+        if ended.get("state") != "confirmed":
             raise NetcfgFailed(f"netcfg confirm: exit {done.returncode}: "
-                               f"{done.stderr.strip()}; {trial.said()}")
-        return trial.summary()
+                               f"{done.stderr.strip()}; the trial ended "
+                               f"{ended.get('state', 'without a word')}: "
+                               f"{ended.get('why') or trial.said()}")
+        return int(begun.get("requests") or 0)
 
     def revert(self, trial: Trial) -> str:
-        """Revert now: the waiting client asks netcfgd for a trial-abort on
-        SIGTERM. What it said about it."""
+        """Revert now (`netcfg confirm --revert`); what the trial's end said."""
         if trial.alive():
-            os.kill(trial.pid, signal.SIGTERM)
-        trial.wait_exit(60)
+            done = self.run("confirm", "--revert")
+            if done.returncode != 0 and trial.alive():
+                # No trial to revert by request (it is not on trial yet):
+                # the waiting client reverts on SIGTERM.
+                os.kill(trial.pid, signal.SIGTERM)
+        trial.wait_exit(END_WAIT_S)
         trial.forget()
-        return trial.said()
+        ended = trial.event("trial-end") or {}
+        return ended.get("why") or trial.said()
