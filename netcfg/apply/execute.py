@@ -454,7 +454,10 @@ def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:
         for name in part:
             session.nsid(ROOT_NETNS, name, nsids[name])
             session.mark_netns(name)
-        session.release_fds()   # the nsids' (NETNSA_FD): sent
+        # Their handles came open from create_many; the nsids' borrowed
+        # fds (NETNSA_FD) are sent: each of them is its socket now.
+        session.release_handles(part)
+        session.release_fds()
     if added:
         # A new namespace comes with lo (and, with their modules loaded, the
         # fallback tunnel devices): their ifindexes, before devices are made there.

@@ -134,6 +134,14 @@ class KernelSession:
                 handle.release()
         self._borrowed.clear()
 
+    def release_handles(self, names: Iterable[str]) -> None:
+        """Close the fds of these namespaces' handles where a socket of ours is
+        there (a namespace just made: its handle came open from create())."""
+        for name in names:
+            handle = self.handles.get(name)
+            if handle is not None and name in self.sockets and not handle.closed:
+                handle.release()
+
     def socket(self, name: str) -> RtnlSocket:
         if name not in self.sockets:
             self.open_sockets([name])
@@ -159,8 +167,7 @@ class KernelSession:
                     for left in raws[i:]:
                         left.close()
                     raise
-            for name in opened:
-                self.handles[name].release()
+            self.release_handles(opened)
 
     def _genl_raw_socket(self, name: str) -> socket.socket:
         """A NETLINK_GENERIC socket made inside namespace ``name`` (a datagram

@@ -67,16 +67,20 @@ def test_too_many_namespaces_for_the_fd_limit_is_refused_before_any_write(netns_
 
 
 def held() -> dict[str, int]:
-    """This process's open fds by what they are: 'net' (namespace handles),
-    'socket', other."""
+    """This process's open fds by what they are: 'net' (namespace handles:
+    on the nsfs device, whether opened by a /run/netns path or from a
+    socket), 'socket', other."""
+    nsfs = os.stat("/proc/self/ns/net").st_dev
     counts = {"net": 0, "socket": 0, "other": 0}
     for fd in os.listdir("/proc/self/fd"):
         try:
             target = os.readlink(f"/proc/self/fd/{fd}")
+            st = os.stat(f"/proc/self/fd/{fd}")
         except OSError:
             continue
-        kind = target.split(":", 1)[0]
-        counts[kind if kind in counts else "other"] += 1
+        kind = ("net" if st.st_dev == nsfs else
+                "socket" if target.startswith("socket:") else "other")
+        counts[kind] += 1
     return counts
 
 
