@@ -167,7 +167,7 @@ $(STAMP): setup.cfg pyproject.toml
 
 venv: $(STAMP)
 
-test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane test-compat-quick test-fleet test-perf
+test: venv daemon-deps ifupdown2-examples test-kernel test-vm test-dataplane test-compat-quick test-fleet test-perf test-kubernetes
 	NETCFG_IFUPDOWN2_EXAMPLES=$(IFUPDOWN2_DIR)/usr/share/doc/ifupdown2/examples \
 	  $(PY) -m pytest -q tests/unit tests/golden
 
@@ -386,13 +386,15 @@ clean:
 
 # The Kubernetes tier (issue 26, fleet/kubernetes/, docs/fleet.md): a real
 # kube-apiserver v1.34.2 and etcd built from Go modules (cached under
-# .cache/kubernetes; 958 s cold on this 2-core machine), 10 fake nodes each
-# with its own netcfgd. Not in `make test` until every step of it passes.
+# .cache/kubernetes; 958 s cold on this 2-core machine; .ci/run starts that
+# build early, beside the other tiers), 10 fake nodes each with its own
+# netcfgd and agent. ~90 s once built.
 .PHONY: kubernetes-deps test-kubernetes
 kubernetes-deps: venv
 	$(PY) -m pip install -q 'kubernetes>=34,<35'
 	tests/kubernetes/build-control-plane.sh
-	@command -v kubectl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client
+	@command -v kubectl >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client; }
 test-kubernetes: kubernetes-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "test-kubernetes: skipped (needs root)"; exit 0; fi; \
 	unshare --net --mount --propagation private $(PY) -m pytest -q tests/kubernetes

@@ -16,6 +16,11 @@ KUBE_CACHE=${KUBE_CACHE:-$ROOT/.cache/kubernetes}
 OUT=$KUBE_CACHE/$KUBE_VERSION
 BIN=$OUT/bin
 
+# One build at a time: CI starts one early, beside the other tiers (.ci/run),
+# and `make test` reaches this again; the second waits, then finds it cached.
+mkdir -p "$KUBE_CACHE"
+exec 9>"$KUBE_CACHE/.build.lock"
+flock 9
 if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/etcd" ]; then
     echo "build-control-plane: cached in $BIN"
     exit 0
