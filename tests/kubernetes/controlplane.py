@@ -41,6 +41,18 @@ class ControlPlane:
     def kubeconfig(self) -> Path:
         return self.tmp / "kubeconfig"
 
+    def write_kubeconfig(self, path: Path, token: str) -> Path:
+        """A kubeconfig for this API server that authenticates with ``token``."""
+        cert = self.tmp / "certs/apiserver.crt"
+        path.write_text(
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters: [{{name: test, cluster: {{server: '{self.url}', "
+            f"certificate-authority: '{cert}'}}}}]\n"
+            f"users: [{{name: test, user: {{token: '{token}'}}}}]\n"
+            "contexts: [{name: test, context: {cluster: test, user: test}}]\n"
+            "current-context: test\n")
+        return path
+
     def start(self) -> "ControlPlane":
         token = secrets.token_hex(16)
         (self.tmp / "tokens.csv").write_text(f"{token},netcfg-test,1,system:masters\n")
@@ -72,14 +84,7 @@ class ControlPlane:
              "--enable-priority-and-fairness=false",
              "--watch-cache=true", "--profiling=false"],
             stdin=subprocess.DEVNULL, stdout=api_log, stderr=api_log))
-        cert = self.tmp / "certs/apiserver.crt"
-        self.kubeconfig.write_text(
-            "apiVersion: v1\nkind: Config\n"
-            f"clusters: [{{name: test, cluster: {{server: '{self.url}', "
-            f"certificate-authority: '{cert}'}}}}]\n"
-            f"users: [{{name: test, user: {{token: '{token}'}}}}]\n"
-            "contexts: [{name: test, context: {cluster: test, user: test}}]\n"
-            "current-context: test\n")
+        self.write_kubeconfig(self.kubeconfig, token)
         deadline = time.monotonic() + 120
         while self.kubectl("get", "--raw", "/readyz", check=False).returncode != 0:
             for proc in self.procs:

@@ -52,8 +52,9 @@ def policy(name: str, tenants: list[str], *, max_unavailable="50%", confirm="60s
 
 
 class Cluster:
-    def __init__(self, tmp: Path, fleet: Fleet, plane: ControlPlane):
+    def __init__(self, tmp: Path, fleet: Fleet, plane: ControlPlane, agent_kubeconfig: Path):
         self.tmp, self.fleet, self.plane = tmp, fleet, plane
+        self.agent_kubeconfig = agent_kubeconfig   # the agent ServiceAccount's token
         self.agents: dict[int, subprocess.Popen] = {}
         self.events: list[tuple[float, str, str, str]] = []   # (t, node, hash, state)
 
@@ -64,7 +65,7 @@ class Cluster:
         log = open(host.tmp / "agent.log", "ab")
         self.agents[number] = subprocess.Popen(
             host.enter(sys.executable, "-m", "netcfg_agent", "--node", host.name,
-                       "--kubeconfig", str(self.plane.kubeconfig),
+                       "--kubeconfig", str(self.agent_kubeconfig),
                        "--netcfg", str(REPO / ".venv/bin/netcfg"),
                        "--state-dir", str(host.tmp / "agent")),
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd="/")
@@ -170,13 +171,21 @@ def cluster(tmp_path_factory):
         plane_up = time.monotonic()
         plane.kubectl("apply", "-f", str(REPO / "fleet/kubernetes/crds"))
         plane.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-        plane.kubectl("create", "namespace", "netcfg-system")
+        # The agents run as the shipped ServiceAccount, with its RBAC: a
+        # permission missing there fails the tier. The DaemonSet is
+        # validated by the API server (no kubelet here to run it).
+        deploy = REPO / "fleet/kubernetes/deploy"
+        plane.kubectl("apply", "-f", str(deploy / "rbac.yaml"))
+        plane.kubectl("apply", "--dry-run=server", "-f", str(deploy / "daemonset.yaml"))
+        token = plane.kubectl("create", "token", "netcfg-agent", "-n", "netcfg-system",
+                              "--duration", "4h").stdout.strip()
+        agent_kubeconfig = plane.write_kubeconfig(tmp / "agent-kubeconfig", token)
         for host in fleet.hosts:
             labels = {} if host.number == UNSELECTED else {"netcfg.io/fleet": "on"}
             plane.kubectl("apply", "-f", "-", stdin=json.dumps({
                 "apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": host.name, "labels": labels}}))
-        cluster = Cluster(tmp, fleet, plane)
+        cluster = Cluster(tmp, fleet, plane, agent_kubeconfig)
         for host in fleet.hosts:
             cluster.start_agent(host.number)
         cluster.watch_enactments(stop)
