@@ -81,6 +81,7 @@ class Bench:
     size: dict[str, int]
     settle: float
     log: Any
+    timeout: float = TIMEOUT
 
     @property
     def sets(self) -> list[str]:
@@ -93,12 +94,12 @@ class Bench:
                 "--settle", str(self.settle), *extra]
         self.log(f"{measurement} {' '.join(extra)}".rstrip())
         if ifupdown2_file:
-            result = ifupdown2_result(argv, ifupdown2_file, timeout=TIMEOUT)
+            result = ifupdown2_result(argv, ifupdown2_file, timeout=self.timeout)
         else:
             # A private /run: /run/netns for the namespaces, /run/netcfg for the CLI's lock.
-            result = run_in_sandbox(argv, timeout=TIMEOUT, tmpfs_dirs=("/run",))
+            result = run_in_sandbox(argv, timeout=self.timeout, tmpfs_dirs=("/run",))
         if result.timed_out:
-            raise Failed(f"{measurement}: timed out after {TIMEOUT:.0f} s")
+            raise Failed(f"{measurement}: timed out after {self.timeout:.0f} s")
         if result.returncode != 0:
             raise Failed(f"{measurement} failed (exit {result.returncode}):\n"
                          f"{result.stderr.strip()[-3000:]}")
@@ -443,6 +444,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile one in-process apply (its own sandbox)")
     parser.add_argument("--no-ifupdown2", action="store_true", help="skip (b)")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT,
+                        help=f"seconds one measurement may take (default {TIMEOUT:.0f}; "
+                             f"10,000 namespaces need ~900)")
     parser.add_argument("--only", action="append", metavar="MEASUREMENT",
                         help="run only these worker measurements (repeatable)")
     args = parser.parse_args(argv)
@@ -463,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
     bench = Bench(venv_python(), size, args.settle if args.settle is not None
-                  else (1.0 if args.quick else 2.0), log)
+                  else (1.0 if args.quick else 2.0), log, args.timeout)
     plan: list[tuple[str, list[str]]] = [
         ("read", []),
         ("teardown-group-ip", ["--via", "ip"]), ("teardown-group-netcfg", ["--via", "netcfg"]),
