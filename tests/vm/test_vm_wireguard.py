@@ -13,6 +13,7 @@ the tunnel is the check that does not depend on it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import textwrap
@@ -187,16 +188,23 @@ def test_a_changed_key_is_reverted_and_a_readable_key_file_refused(session, tmp_
         apply(model, session)
 
 
-@VM_TIER
-def test_netcfgd_puts_back_a_removed_peer(session, tmp_path, keys):
-    """netcfgd hears rtnetlink only; removing a peer sends nothing there, so
-    the periodic resync (--resync) is what finds the drift."""
-    _folder, made = keys
+@contextlib.contextmanager
+def applied_then_netcfgd(session, tmp_path, keys):
+    """The two sites applied, then netcfgd on their config (resync every 2 s)."""
     config = tmp_path / "etc"
     config.mkdir()
     (config / "wg.tmpl").write_text(config_text(keys))
     assert apply(compile_text(tmp_path, config_text(keys)), session).verified
     with netcfgd(tmp_path, config, "--resync", "2") as daemon:
+        yield daemon
+
+
+@VM_TIER
+def test_netcfgd_puts_back_a_removed_peer(session, tmp_path, keys):
+    """netcfgd hears rtnetlink only; removing a peer sends nothing there, so
+    the periodic resync (--resync) is what finds the drift."""
+    _folder, made = keys
+    with applied_then_netcfgd(session, tmp_path, keys) as daemon:
         remove_peer(session.genl, "a", "wg0", made["b"][1])
         took = daemon.repairs("the removed peer", lambda: read_device(session, "a").peers)
         print(f"peer put back by netcfgd {took:.2f} s after its removal")
@@ -216,11 +224,7 @@ def test_netcfgd_repairs_around_a_missing_key_file(session, tmp_path, keys):
     works on), netcfgd says why, and the rest of the namespace is repaired;
     the key file back, the hold ends at its next retry."""
     folder, made = keys
-    config = tmp_path / "etc"
-    config.mkdir()
-    (config / "wg.tmpl").write_text(config_text(keys))
-    assert apply(compile_text(tmp_path, config_text(keys)), session).verified
-    with netcfgd(tmp_path, config, "--resync", "2") as daemon:
+    with applied_then_netcfgd(session, tmp_path, keys) as daemon:
         (folder / "a.key").rename(folder / "a.key.away")
         subprocess.run(["ip", "-n", "a", "addr", "flush", "dev", "veth-a"], check=True)
         took = daemon.repairs("veth-a's address beside a wg0 without its key file",
