@@ -3,7 +3,9 @@
 One `KernelSession` per `netcfg apply` / `show`: it opens each namespace
 once, opens one netlink socket inside each (on the setns helper thread, so
 the process itself never moves), and reads current state back into the
-model. Closing it closes every fd it opened.
+model. A namespace costs one fd, its socket: the handle's own fd is closed
+once the socket is there and taken back from it when a request names the
+namespace (release_fds). Closing the session closes every fd it opened.
 """
 
 from __future__ import annotations
