@@ -274,6 +274,22 @@ def test_a_route_the_kernel_makes_for_an_address_is_refused(tmp_path):
     assert errors(ROUTED + "    route 2001:db8::/64 dev e1 metric 256\n", tmp_path) != []
 
 
+def test_a_macvlan_with_an_address_its_lower_device_answers_to_is_refused(tmp_path):
+    """The foreign-device property's 2,000-case run: `mv0: link-up: Address
+    already in use (EADDRINUSE)` on configs check had accepted."""
+    lower = "auto e5\niface e5\n    link-type veth\n    veth-peer-name e6\n" \
+            "    hwaddress 02:00:00:00:00:05\n"
+    mv = "auto {0}\niface {0}\n    macvlan-raw-device e5\n    hwaddress {1}\n"
+    (found,) = errors(ROUTED + lower + mv.format("mv0", "02:00:00:00:00:05"), tmp_path)
+    assert "mv0: hwaddress 02:00:00:00:00:05 is the address of e5, the device it sits on" \
+        in found
+    (found,) = errors(ROUTED + lower + mv.format("mv0", "02:00:00:00:00:07")
+                      + mv.format("mv1", "02:00:00:00:00:07"), tmp_path)
+    assert "mv1: hwaddress 02:00:00:00:00:07 is macvlan mv0's, on the same device e5" in found
+    assert errors(ROUTED + lower + mv.format("mv0", "02:00:00:00:00:07")
+                  + mv.format("mv1", "02:00:00:00:00:08"), tmp_path) == []
+
+
 def test_an_ipv6_address_with_two_prefixes_is_refused(tmp_path):
     (found,) = errors(ROUTED + "    address 2001:db8::1/128\n", tmp_path)
     assert "IPv6 address 2001:db8::1 is written with two prefixes" in found
