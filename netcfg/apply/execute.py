@@ -35,7 +35,6 @@ from netcfg.apply import dhcp, genl, ovs
 from netcfg.apply.hooks import Hooks, HookSettings
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
-from netcfg.kinds import registry
 from netcfg.apply.refusal import Refused, explain
 from netcfg.apply.revert import foreign_recreations, not_restored
 from netcfg.apply.routes import foreign_route_removals, restore_requests
@@ -43,6 +42,7 @@ from netcfg.kernel.modules import load_modules_with_devices
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.read import ForeignRoute
 from netcfg.kernel.session import BORROWED_FDS, KernelSession
+from netcfg.kinds import registry
 from netcfg.model.errors import (EXIT_APPLY_FAILED_REVERTED, EXIT_REVERT_FAILED, NetcfgError,
                                  UnknownDevice, UsageError, did_you_mean)
 from netcfg.model.gcpause import gc_paused
