@@ -51,6 +51,7 @@ EXAMPLES = int(os.environ.get("NETCFG_FOREIGN_EXAMPLES", FOREIGN_BOUNDED))
 FOREIGN_NAMESPACES = ("zns1", "zns2")   # made by `ip netns add`, never by netcfg
 TALLY: collections.Counter = collections.Counter()
 NOT_APPLIED: collections.Counter = collections.Counter()   # why, when config A was not
+FIRST_CONFIG: dict[str, str] = {}                          # and the first config it was
 
 
 # ---------------------------------------------------------------- foreign devices
@@ -210,7 +211,9 @@ def test_other_programs_devices_never_change(a, b, specs, netns_dir):
             except NetcfgError as e:
                 # soundness's business, not this one's; what it was, for the record
                 TALLY["config A not applied"] += 1
-                NOT_APPLIED[str(e).split(": ", 2)[-1][:160]] += 1
+                why = str(e).split(": ", 2)[-1][:160]
+                NOT_APPLIED[why] += 1
+                FIRST_CONFIG.setdefault(why, a)
                 return
             bridges = sorted(name for (netns, name), obj in model_a.interfaces.items()
                              if netns == "" and obj.kind == "bridge")
@@ -259,4 +262,5 @@ def teardown_module(module) -> None:
     if TALLY:
         print(f"\nforeign property: {dict(TALLY)}")
     for why, count in NOT_APPLIED.most_common():
-        print(f"config A not applied ({count}): {why}")
+        print(f"config A not applied ({count}): {why}\n--- the first such config ---\n"
+              f"{textwrap.indent(FIRST_CONFIG[why], '  ')}")
