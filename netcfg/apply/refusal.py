@@ -26,7 +26,7 @@ from netcfg.plan.ops import (ADDR_ADD, LINK_ADD, LINK_SET, MASTER_SET, ROUTE_ADD
 _ASKED_BY = {ADDR_ADD: "address", ROUTE_ADD: "route", VLAN_ADD: "bridge-vids",
              VNI_ADD: "bridge-vlan-vni-map"}
 # Device kinds whose kernel module is not named after them.
-_MODULE_OF_KIND = {"vlan": "8021q", "bond": "bonding"}
+_MODULE_OF_KIND = {"vlan": "8021q"}   # the others: their name, or the kind says (bond)
 
 
 class Refused(NetcfgError):

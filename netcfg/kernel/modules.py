@@ -27,18 +27,16 @@ import subprocess
 from collections.abc import Iterable
 
 
-def load_modules_with_devices(modules: Iterable[str | None]) -> list[str]:
-    """Load each named module /sys/module does not have; returns those
-    modprobe loaded (or found built in). Asked each time, not remembered:
+def load_modules_with_devices(modules: Iterable[str | None]) -> None:
+    """Load each named module /sys/module does not have. Asked each time, not remembered:
     a stat per module, and an administrator may unload one between two of
     netcfgd's passes. (A built-in module is in /sys/module when it has
     parameters, as all named here but ip_vti and ip6_vti do; for those two
     modprobe answers at once that they are built in.)"""
     missing = sorted({m for m in modules if m and not os.path.isdir(f"/sys/module/{m}")})
     modprobe = shutil.which("modprobe") or shutil.which("modprobe", path="/usr/sbin:/sbin")
-    if not missing or modprobe is None:
-        return []
-    return [module for module in missing
-            if subprocess.run([modprobe, "-q", module], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              check=False).returncode == 0]
+    if modprobe is None:
+        return
+    for module in missing:   # a failure is the link-add's to report
+        subprocess.run([modprobe, "-q", module], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
