@@ -34,6 +34,8 @@ def load_modules_with_devices(modules: Iterable[str | None]) -> None:
     parameters, as all named here but ip_vti and ip6_vti do; for those two
     modprobe answers at once that they are built in.)"""
     missing = sorted({m for m in modules if m and not os.path.isdir(f"/sys/module/{m}")})
+    if not missing:
+        return
     modprobe = shutil.which("modprobe") or shutil.which("modprobe", path="/usr/sbin:/sbin")
     if modprobe is None:
         return
