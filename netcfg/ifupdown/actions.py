@@ -117,6 +117,36 @@ def without_absent_ports(model: Model, hotplug_only: set[str],
                        [o for o in absent if not o.implicit and o not in hotplug])
 
 
+def brought_up(model: Model, names: list[str]) -> Model:
+    """``model`` with the named interfaces up, and what they need up (lower
+    devices, ports, slaves), as `ifup NAME` brings up a stanza that has no
+    `auto` line: with its addresses and routes (ifupdown2 picks by `auto`
+    only under -a). A device with `link-down yes` stays down."""
+    work = [k for k in keys_named(model, names)]
+    up: set[Key] = set()
+    while work:
+        key = work.pop()
+        obj = model.interfaces.get(key)
+        if key in up or obj is None or obj.auto or obj.attrs.get("link-down"):
+            continue
+        up.add(key)
+        work.extend(references(obj, ("lower", "port", "slave")))
+    if not up:
+        return model
+    interfaces = {k: (dataclasses.replace(o, auto=True) if k in up else o)
+                  for k, o in model.interfaces.items()}
+    return dataclasses.replace(model, interfaces=interfaces)
+
+
+def left_alone(model: Model, auto_names: list[str]) -> list[str]:
+    """Declared stanzas that `ifup -a` does not touch, as ifupdown2's: no
+    `auto` line, and nothing the auto ones reach (a port, a lower device)."""
+    reached = connected(keys_named(model, auto_names), [model]) if auto_names else set()
+    return list(dict.fromkeys(o.name for k, o in model.interfaces.items()
+                              if not o.implicit and not o.auto and k not in reached
+                              and o.section == "iface"))
+
+
 def reach(model: Model, names: list[str]) -> set[Key]:
     """The named interfaces and what they are connected to (what `ifup NAME` applies)."""
     return connected(keys_named(model, names), [model])
@@ -176,7 +206,7 @@ def verdicts(ifile: InterfacesFile, names: list[str]) -> tuple[Verdicts, list[st
     from netcfg.kernel.session import KernelSession
     from netcfg.plan.drift import explain
 
-    model = ifile.model
+    model = brought_up(ifile.model, names)   # named: checked as `ifup NAME` leaves them
     with KernelSession() as session:
         result = apply(model, session, dry_run=True, selection=selection_of(names),
                        lower_enabled=LOWER)

@@ -180,7 +180,21 @@ def cmd_ifup(args: argparse.Namespace, state: State) -> int:
         actions.say(args, "info: no interface to bring up")
         return 0
     whole = args.all and not args.excludes
-    return _change(args, ifile, ifile.model, None if whole else names)
+    if whole:
+        # ifupdown2's `ifup -a` configures the auto stanzas only: one without
+        # `auto` (nor allow-hotplug) keeps whatever state it has, and `ifup
+        # NAME` brings it up. netcfg's compile marks both kinds of line auto.
+        up = [o.name for o in ifile.model.interfaces.values() if o.auto and not o.implicit]
+        alone = actions.left_alone(ifile.model, up)
+        if alone and up:
+            actions.say(args, f"info: no auto line: left alone: {', '.join(alone)}")
+            return _change(args, ifile, ifile.model, list(dict.fromkeys(up)))
+        if alone:
+            actions.say(args, "info: no interface to bring up")
+            return 0
+        return _change(args, ifile, ifile.model, None)
+    model = actions.brought_up(ifile.model, names)
+    return _change(args, ifile, model, names, model_is_file=model is ifile.model)
 
 
 def cmd_ifdown(args: argparse.Namespace, state: State) -> int:

@@ -648,6 +648,12 @@ class _Diff:
             if netns in skip_netns:
                 continue
             for route in routes_of(obj):
+                dev = side.ifaces.get((netns, route["dev"]))
+                if dev is not None and not is_up(dev):
+                    # Not installed while its device is down (the kernel
+                    # refuses it): a stanza without auto, whose `ifup NAME`
+                    # brings it up with it (kinds/common._check_routes).
+                    continue
                 where = (("table", route["table"]) if "table" in route
                          else (VRF, route[VRF]) if VRF in route else None)
                 table[(netns, route["to"], where, route.get("metric"))] = route

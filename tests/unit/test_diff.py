@@ -415,7 +415,7 @@ def test_admin_state():
 
 def test_route_identity_includes_table_and_metric():
     def m(*routes):
-        return model(iface("d", "dummy", auto=False, route=list(routes)))
+        return model(iface("d", "dummy", route=list(routes)))
     r1 = {"to": "10.0.0.0/8", "via": "192.0.2.1", "dev": "d"}
     r2 = {"to": "10.0.0.0/8", "via": "192.0.2.2", "dev": "d", "metric": 5}
     r3 = {"to": "10.0.0.0/8", "via": "192.0.2.3", "dev": "d", "table": 7}
@@ -429,17 +429,25 @@ def test_route_identity_includes_table_and_metric():
 
 
 def test_gateway_in_a_vrf_and_ipv6():
-    desired = model(iface("red", "vrf", vrf_table=10, auto=False),
-                    iface("d", "dummy", auto=False, vrf="red",
-                          gateway=["192.0.2.1", "2001:db8::1"]))
-    current = model(iface("red", "vrf", vrf_table=10, auto=False),
-                    iface("d", "dummy", auto=False, vrf="red"))
+    desired = model(iface("red", "vrf", vrf_table=10),
+                    iface("d", "dummy", vrf="red", gateway=["192.0.2.1", "2001:db8::1"]))
+    current = model(iface("red", "vrf", vrf_table=10), iface("d", "dummy", vrf="red"))
     # d has no address: its gateways are on no prefix of it, so on the link.
     same(diff(desired, current),
          (ROUTE_ADD, "d", "0.0.0.0/0 vrf red",
           {"to": "0.0.0.0/0", "via": "192.0.2.1", "dev": "d", "vrf": "red", "onlink": True}),
          (ROUTE_ADD, "d", "::/0 vrf red",
           {"to": "::/0", "via": "2001:db8::1", "dev": "d", "vrf": "red", "onlink": True}))
+
+
+def test_no_route_through_a_device_the_config_keeps_down():
+    """Not installed while down (the kernel refuses it): a stanza without auto,
+    whose `ifup NAME` brings it up with its routes (issue 22)."""
+    r1 = {"to": "10.0.0.0/8", "via": "192.0.2.1", "dev": "d"}
+    down = model(iface("d", "dummy", auto=False, route=[r1]))
+    assert diff(down, model(iface("d", "dummy", auto=False))) == []
+    same(diff(model(iface("d", "dummy", route=[r1])), model(iface("d", "dummy", auto=False))),
+         (LINK_UP, "d"), (ROUTE_ADD, "d", "10.0.0.0/8", r1))
 
 
 def test_gateway_read_back_as_a_default_route_is_the_same_route():
