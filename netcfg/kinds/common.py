@@ -13,6 +13,7 @@ VRF membership, namespace.
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 
 from netcfg.kinds import registry
 from netcfg.kinds.base import LOWER, MASTER, PORT, ROUTE_DEV, Reference, Trait
@@ -226,20 +227,35 @@ def _check_mtu(obj: ConfigObject, model: Model, report) -> None:
                          "mtu")
         if getattr(kind, "mtu_from_lower", False):
             _check_lower_mtu(obj, mtu, model, report)
-    for setting in IPV6_SETTINGS:
-        if setting not in attrs:
-            continue
-        low = mtu if mtu is not None else effective_mtu(obj, model)
-        if low is not None and low < IPV6_MIN_MTU:
-            # No IPv6 state at all below 1280 (addrconf drops the device's
-            # inet6_dev): no net.ipv6.conf.IF to write (ENOENT), no
-            # IFLA_INET6_ADDR_GEN_MODE to set (EAFNOSUPPORT), nothing to read back.
+    six = [a for a in attrs.get("address", ()) if ":" in a]
+    written = [s for s in IPV6_SETTINGS if s in attrs]
+    if not six and not written:
+        return
+    below = _ipv6_mtu_gap(obj, model)
+    if below is not None and below.port is not None:
+        # Ends at 1280 or more, but not on the way: see _ipv6_mtu_gap.
+        port = below.port.name
+        for setting in (*written, *(["address"] if six else [])):
+            what = f"IPv6 address {six[0]}" if setting == "address" else setting
             report.error(obj.where(setting),
-                         f"{obj.label()}: {setting} on an interface whose MTU is {low}; "
+                         f"{obj.label()}: {what} on a bridge whose MTU drops to {below.mtu} "
+                         f"when port {port} joins, before its mtu {mtu} is set (the kernel "
+                         f"gives a bridge its smallest port's MTU as ports join); below "
+                         f"{IPV6_MIN_MTU} the kernel drops the bridge's IPv6 state (its "
+                         f"addresses and settings) and makes it anew with the defaults when "
+                         f"the MTU rises. Give {port} 'mtu {IPV6_MIN_MTU}' or more, or remove "
+                         f"{'the address' if setting == 'address' else setting}", setting)
+        return
+    for setting in written:
+        if below is not None:
+            # No IPv6 state at all below 1280 (see _ipv6_mtu_gap): no
+            # net.ipv6.conf.IF to write (ENOENT), no IFLA_INET6_ADDR_GEN_MODE
+            # to set (EAFNOSUPPORT), nothing to read back.
+            report.error(obj.where(setting),
+                         f"{obj.label()}: {setting} on an interface whose MTU is {below.mtu}; "
                          f"below {IPV6_MIN_MTU} the kernel has no IPv6 on it at all, and no "
                          f"{setting} setting to write. Remove {setting}, or raise the mtu",
                          setting)
-    six = [a for a in attrs.get("address", ()) if ":" in a]
     if not six:
         return
     if attrs.get("disable-ipv6"):
@@ -248,13 +264,54 @@ def _check_mtu(obj: ConfigObject, model: Model, report) -> None:
                      f"'disable-ipv6 yes'; the kernel refuses it. Remove one of them",
                      "address")
         return
-    if mtu is None:
-        mtu = effective_mtu(obj, model)  # a vlan: its lower device's; a bridge: its smallest port's
-    if mtu is not None and mtu < IPV6_MIN_MTU:
+    if below is not None:
         report.error(obj.where("address"),
-                     f"{obj.label()}: IPv6 address {six[0]} on an interface whose MTU is {mtu}; "
+                     f"{obj.label()}: IPv6 address {six[0]} on an interface whose MTU is "
+                     f"{below.mtu}; "
                      f"the kernel turns IPv6 off below {IPV6_MIN_MTU} and refuses the address. "
                      f"Raise the mtu to {IPV6_MIN_MTU} or more", "address")
+
+
+@dataclass(frozen=True, slots=True)
+class _MtuGap:
+    mtu: int                          # the lowest MTU the device has
+    port: ConfigObject | None = None  # the bridge port that lowers it on the way, if it ends higher
+
+
+def _ipv6_mtu_gap(obj: ConfigObject, model: Model) -> _MtuGap | None:
+    """Whether the device's MTU is below IPV6_MIN_MTU once applied, or on the
+    way there; None when neither (or the config does not say: a physical
+    port's MTU is the hardware's).
+
+    The kernel's rule (net/ipv6/addrconf.c, addrconf_notify): on
+    NETDEV_CHANGEMTU to below IPV6_MIN_MTU it calls addrconf_ifdown(dev,
+    true), which unhooks and frees the device's inet6_dev: its addresses,
+    its net.ipv6.conf.IF sysctls (disable_ipv6, accept_ra, accept_dad,
+    dad_transmits, use_tempaddr) and its addr_gen_mode all go. When the MTU
+    rises to 1280 or more, the same notifier makes a new one (ipv6_add_dev),
+    which copies net.ipv6.conf.default: what was written is not restored.
+
+    On the way: a bridge's MTU is its smallest port's each time one joins
+    (br_mtu_auto_adjust), until an MTU is set after creation, so a written
+    bridge mtu is a link-set after its ports join (plan/diff.py). A port
+    below 1280 takes the bridge below it in between, and every IPv6 setting
+    the link-add or an address carried is gone (the foreign-device
+    property's 2,000-case run: br0 lost `addr-gen-mode none`). Only IPv6
+    settings and addresses are hit: routes come after the link-set (the
+    device is up by then)."""
+    mtu = obj.attrs.get("mtu")
+    final = mtu if mtu is not None else effective_mtu(obj, model)
+    if final is not None and final < IPV6_MIN_MTU:
+        return _MtuGap(final)
+    if mtu is None or not getattr(registry.kind(obj.kind), "mtu_follows_ports", False):
+        return None
+    lowest = None
+    for port in _related(obj, model, PORT):
+        port_mtu = effective_mtu(port, model)
+        if port_mtu is not None and port_mtu < IPV6_MIN_MTU and (
+                lowest is None or port_mtu < lowest.mtu):
+            lowest = _MtuGap(port_mtu, port)
+    return lowest
 
 
 def _check_lower_mtu(obj: ConfigObject, mtu: int, model: Model, report) -> None:
@@ -373,16 +430,6 @@ def _check_routes(model: Model, with_routes: list[ConfigObject], report) -> None
                                  f"route out, or give it a metric", attribute)
                     continue
             if not is_up(dev):
-                if dev is obj and not dev.attrs.get("link-down"):
-                    # ifupdown2: the route is part of the stanza's up state;
-                    # `ifup -a` leaves a stanza without auto alone and `ifup
-                    # NAME` brings it up with its routes (plan/diff.routes).
-                    report.warning(where,
-                                   f"{obj.label()}: the route to {route['to']} is not installed "
-                                   f"now: no 'auto {obj.name}' line brings {obj.name} up, and "
-                                   f"no up device needs it; `ifup {obj.name}` brings it up "
-                                   f"with this route", attribute)
-                    continue
                 why = ("it has 'link-down yes'" if dev.attrs.get("link-down")
                        else f"no 'auto {dev.name}' line brings it up, and no up device needs it")
                 report.error(where,
@@ -428,8 +475,8 @@ def _connected_routes(model: Model) -> dict[tuple, ConfigObject]:
 def _ipv6_on(dev: ConfigObject, model: Model) -> bool:
     if dev.attrs.get("disable-ipv6"):
         return False
-    mtu = effective_mtu(dev, model)
-    return mtu is None or mtu >= IPV6_MIN_MTU
+    below = _ipv6_mtu_gap(dev, model)
+    return below is None or below.port is not None   # back to 1280 before any route is added
 
 
 def _check_gateway(obj: ConfigObject, attribute: str, route: dict, dev: ConfigObject,
