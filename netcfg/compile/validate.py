@@ -378,6 +378,13 @@ def _report_dangling(model: Model, obj: ConfigObject, ref: Reference, report: Re
         else:
             names = [n for ns, n in model.interfaces if ns == ref.netns]
             hint = did_you_mean(ref.name, names)
+            if ref.attribute == "vrf" and not hint:
+                # ifupdown2 (addons/vrf.py, _up_vrf_slave) makes no VRF that
+                # has no stanza: it logs "vrf master ifaceobj NAME not found",
+                # its routes into the VRF fail, and ifup exits 1 (issue 22).
+                hint = (f"; ifupdown2 fails on it too: it makes no VRF without a stanza "
+                        f"('vrf master ifaceobj {ref.name} not found', exit 1). Declare it: "
+                        f"'auto {ref.name}', 'iface {ref.name}', 'vrf-table auto'")
         report.error(ref.loc, f"{obj.label()}: {ref.attribute} names {ref.name}, which is not "
                      f"declared in {where}{hint}", ref.attribute)
     else:
