@@ -202,6 +202,9 @@ class ControlConnection:
         self.gone = False
         self.served = False
         self.closed = False
+        # The handler answers later (a client's apply whose hooks still run):
+        # the loop neither finishes nor times it out meanwhile.
+        self.answer_later = False
 
     def fileno(self) -> int:
         return self.sock.fileno()

@@ -12,7 +12,8 @@ implementation only logs; netcfgd runs netcfgd.storage.StorageHooks.
 
 ``InterfaceHooks``: the interfaces' imperative lines (pre-up ... post-down)
 of the reconcile passes, run beside the loop, never in it (issue 23 H5, M1,
-M2, M15; docs/daemon.md "Hooks").
+M2, M15; docs/daemon.md "Hooks"). ``ClientHooks``: those of one client's
+apply through netcfgd (`netcfg apply`, ifup, ifreload), on the same worker.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from netcfg.apply.hookproc import status_text
 from netcfg.apply.hookworker import Finished, HookWorker, Job
@@ -96,6 +97,8 @@ class InterfaceHooks:
     interfaces held down while their pre-up runs or after it failed (retried
     with backoff), or after a repair loop; what failed, for status."""
 
+    gates: ClassVar[bool] = True     # netcfg.apply.hooks.Deferred: a pass's pre-up gates
+
     netns_dir: str
     log: logging.Logger
     timeout_s: float = field(default_factory=hook_timeout_from_env)
@@ -119,8 +122,11 @@ class InterfaceHooks:
     def submit(self, jobs: list[Job]) -> None:
         self.worker.submit(jobs)
 
-    def wait(self, keys: list[Key]) -> list[str]:
-        return self._reaped(self.worker.wait(keys, self.keepalive))
+    def wait(self, keys: list[Key], keepalive: Callable[[], None] | None = None) -> list[str]:
+        return self._reaped(self.worker.wait(keys, keepalive or self.keepalive))
+
+    def run(self, job: Job) -> tuple[int, str]:
+        raise NotImplementedError("a pass's pre-up gates (PreUpDue); it is never run inline")
 
     def pre_up_ran(self, key: Key, fingerprint: str) -> bool:
         return self._pre_up_ok.pop(key, None) == fingerprint
@@ -164,7 +170,7 @@ class InterfaceHooks:
                    f"taken down again each time while or just after its hooks ran; netcfgd "
                    f"leaves it down and stops running its hooks until a reload or an apply")
             self.held[key] = Hold(why)
-            self.worker.drop(key)     # this last repair's up lines: not again
+            self._drop(key)           # this last repair's up lines: not again
             self._problem(key, why)
             self.log.error(f"{_label(key)}: {why}", extra={"NETCFG_NETNS": key[0]})
             del self._repairs[key]
@@ -214,30 +220,45 @@ class InterfaceHooks:
     # -- what ended
 
     def _reaped(self, ended: list[Finished]) -> list[str]:
+        """Log what ended and note failures for status; the lines of a pass's
+        commands are returned, a client's go to it (ClientHooks.ended)."""
         out = []
         now = self.clock()
         for done in ended:
             key, said = done.job.key, done.job.said
             self._ended_at[key] = now
+            lines = []
             for line in done.output.splitlines():
-                out.append(f"{said}: {line}")
+                lines.append(f"{said}: {line}")
                 self.log.info(f"{said}: {line}", extra={"NETCFG_NETNS": key[0]})
             if done.ok:
-                out.append(f"{said}: ok")
+                lines.append(f"{said}: ok")
             else:
                 where = f"{done.job.where}: " if done.job.where else ""
                 last = (done.output.strip().splitlines() or [""])[-1]
                 text = f"{where}{said} failed ({status_text(done.code)})" + \
                     (f": {last}" if last else "")
-                out.append(text)
+                lines.append(text)
                 self.log.warning(text, extra={"NETCFG_NETNS": key[0]})
                 self._problem(key, text.removeprefix(f"{_label(key)}: "))
                 if done.job.phase == "pre-up" and key in self._pre_up:
                     self._pre_up_failed[key] = text
-                    self.worker.drop(key)    # its later pre-up lines: as the CLI, not run
+                    self._drop(key)          # its later pre-up lines: as the CLI, not run
+            if done.job.owner is not None:
+                done.job.owner.ended(done, lines)
+            else:
+                out += lines
             if key in self._pre_up and not self.worker.busy(key):
                 self._pre_up_ended(key, now)
         return out
+
+    def _drop(self, key: Key) -> None:
+        """The worker forgets what waits for ``key``; a client whose command
+        that was is told (its answer waits for nothing that will not run)."""
+        for job in self.worker.drop(key):
+            if job.owner is not None:
+                job.owner.ended(Finished(job, NOT_RUN, "", 0.0),
+                                [f"{job.said}: not run (netcfgd holds {key[1]} down)"])
 
     def _pre_up_ended(self, key: Key, now: float) -> None:
         fingerprint = self._pre_up.pop(key)
@@ -256,6 +277,62 @@ class InterfaceHooks:
         lines = self.problems.setdefault(key, [])
         lines.append(text)
         del lines[:-PROBLEMS_KEPT]
+
+
+NOT_RUN = -1001      # the status said for a command dropped before it ran
+
+
+@dataclass(eq=False)
+class ClientHooks:
+    """The hooks of one client's apply through netcfgd (`netcfg apply`, ifup,
+    ifreload; netcfg.apply.hooks.Deferred with ``gates`` false): run by the
+    passes' worker, never by the loop itself (issue 23 H5 on the client's
+    path). What runs before the writes (pre-down, down, the recorded down
+    lines of what comes up again, pre-up) is waited for, bounded by the
+    worker's time limit, with WATCHDOG=1 meanwhile, and a failing pre-up
+    fails the apply as under the CLI; what runs after (up, post-up,
+    post-down) runs while the loop turns, and the client's answer waits for
+    it (``done``) and carries its lines (M15)."""
+
+    hooks: InterfaceHooks
+    keepalive: Callable[[], None] | None = None
+    gates: ClassVar[bool] = False
+    lines: list[str] = field(default_factory=list)
+    outstanding: int = 0
+    trial: Any = None        # the trial its apply began: its deadline waits for the answer
+    _awaited: dict[int, Finished | None] = field(default_factory=dict)   # run()'s
+
+    @property
+    def done(self) -> bool:
+        return self.outstanding == 0
+
+    def submit(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            job.owner = self
+            self.outstanding += 1
+        self.hooks.submit(jobs)
+
+    def wait(self, keys: list[Key]) -> list[str]:
+        self.hooks.wait(keys, self.keepalive)
+        return []           # their lines came to ended()
+
+    def run(self, job: Job) -> tuple[int, str]:
+        self._awaited[id(job)] = None
+        self.submit([job])
+        self.hooks.wait([job.key], self.keepalive)
+        done = self._awaited.pop(id(job))
+        assert done is not None, "the worker neither ran nor dropped a command waited for"
+        return done.code, done.output
+
+    def pre_up_ran(self, key: Key, fingerprint: str) -> bool:
+        return False
+
+    def ended(self, done: Finished, lines: list[str]) -> None:
+        """InterfaceHooks: one of ours ended (or was dropped)."""
+        self.outstanding -= 1
+        self.lines += lines
+        if id(done.job) in self._awaited:
+            self._awaited[id(done.job)] = done
 
 
 def _label(key: Key) -> str:

@@ -56,7 +56,7 @@ from netcfgd.control import (ANSWER_DEADLINE_S, MAX_CLIENTS, REQUEST_DEADLINE_S,
                              ControlServer, ProtocolError)
 from netcfgd.dhcpwatch import DhcpWatch
 from netcfgd.dirty import DirtySet
-from netcfgd.hooks import NamespaceHooks
+from netcfgd.hooks import ClientHooks, NamespaceHooks
 from netcfgd.notify import Notifier
 from netcfgd.reconcile import Reconciler
 from netcfgd.storage import StorageHooks
@@ -132,6 +132,10 @@ class Daemon:
         # watch looks at the pid files again after one, not on every wakeup.
         self._dhcp_may_have_changed = True
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
+        # Clients whose apply is done but whose hooks still run in the worker:
+        # answered once they end (service.apply_request), never waited for.
+        self.answers_waiting: list[tuple[ControlConnection, ClientHooks,
+                                         Callable[[bool], None]]] = []
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -221,6 +225,7 @@ class Daemon:
         if self.reconciler is not None:
             self.reconciler.hooks.close()
             self.reconciler.interface_hooks.close()   # its worker's children: killed
+        self.answer_hooks_ended(stopping=True)
         for conn in self.clients:
             conn.close()
         for thing in (self.control, self.events, self.watch, self.session):
@@ -269,12 +274,13 @@ class Daemon:
         next_resync = time.monotonic() + self.options.resync
         with selector:
             while not self.stop_requested:
+                self.answer_hooks_ended()
                 if self._dhcp_may_have_changed:
                     self._dhcp_may_have_changed = False
                     self._dhcp_watch.refresh()
                 now = time.monotonic()
                 deadlines = [next_resync]
-                trial = self.trials.current
+                trial = self._trial_running()
                 for t in (self.dirty.deadline(), self.reconciler.next_wakeup()[0],
                           trial.deadline if trial is not None else None,
                           min((c.due(now) for c in self.clients), default=None)):
@@ -299,7 +305,7 @@ class Daemon:
                     self.reload()
                 now = time.monotonic()
                 self._drop_late_clients(now)
-                trial = self.trials.current
+                trial = self._trial_running()
                 if trial is not None and now >= trial.deadline:
                     self.end_trial(f"no confirmation within {trial.seconds:g} s")
                 self.notifier.ping(now)
@@ -452,7 +458,49 @@ class Daemon:
             conn.error(f"netcfgd internal error: {type(e).__name__}: {e} (see its log)",
                        EXIT_INTERNAL)
         finally:
-            self._finish(conn)
+            if conn.answer_later:
+                self.clients.discard(conn)    # no deadline while its hooks run
+            else:
+                self._finish(conn)
+
+    def _trial_running(self) -> Trial | None:
+        """The trial whose deadline runs: not while its client's answer waits
+        for the apply's hooks (its time counts from that answer)."""
+        trial = self.trials.current
+        if trial is None or any(c.trial is trial for _, c, _ in self.answers_waiting):
+            return None
+        return trial
+
+    def answer_later(self, conn: ControlConnection, client: ClientHooks,
+                     answer: Callable[[bool], None]) -> None:
+        """Answer ``conn`` with ``answer(stopping)`` once ``client``'s hooks
+        ended (answer_hooks_ended, each turn of the loop)."""
+        conn.answer_later = True
+        self.answers_waiting.append((conn, client, answer))
+
+    def answer_hooks_ended(self, stopping: bool = False) -> None:
+        """Answer the clients whose apply's hooks ended (the worker is polled
+        by the passes' look at the hooks, reconcile()); all of them when
+        netcfgd stops (what still ran was killed: ``answer`` says so)."""
+        if not self.answers_waiting:
+            return
+        waiting, self.answers_waiting = self.answers_waiting, []
+        for conn, client, answer in waiting:
+            if not (client.done or stopping):
+                self.answers_waiting.append((conn, client, answer))
+                continue
+            try:
+                answer(stopping)
+            except Exception as e:   # noqa: BLE001 - as _on_client: never stop the daemon
+                self.log.exception(f"control: internal error answering pid {conn.pid}: {e}")
+                conn.error(f"netcfgd internal error: {type(e).__name__}: {e} (see its log)",
+                           EXIT_INTERNAL)
+            conn.answer_later = False
+            if stopping:
+                conn.flush()
+                conn.close()
+            else:
+                self._finish(conn)
 
     def _finish(self, conn: ControlConnection) -> None:
         """Close ``conn`` once its answer is taken; until then the loop
@@ -523,20 +571,27 @@ class Daemon:
     def apply_config(self, desired: Model, source: ConfigSource, *,
                      selection: Selection | None, dry_run: bool, lower_enabled: bool,
                      on_write: Callable[..., None], confirm: float | None = None,
-                     client_pid: int = 0,
-                     compiled: Any = None) -> tuple[ApplyResult, Trial | None]:
+                     client_pid: int = 0, compiled: Any = None,
+                     client_hooks: ClientHooks | None = None
+                     ) -> tuple[ApplyResult, Trial | None]:
         """`netcfg apply` through the daemon. A dry run changes nothing; an
         apply that verified becomes the config the daemon enforces (and
         reloads, when it came from files). With ``confirm`` (seconds) a change
         is on trial: reverted at the deadline unless `netcfg confirm` comes.
         ``compiled``: what ``desired`` was compiled from, for its lines for
-        other packages' hooks (if-*.d scripts see them as IF_*)."""
+        other packages' hooks (if-*.d scripts see them as IF_*).
+        ``client_hooks``: where its hook commands go (the passes' worker,
+        netcfgd/hooks.py ClientHooks); the caller answers once they ended."""
         assert self.reconciler is not None and self.session is not None
         self._dhcp_may_have_changed = True
-        # A client's apply runs its hooks in the loop (its answer waits for them):
-        # bounded as the worker's are, below the unit's WatchdogSec (issue 23 H5).
-        hooks = dataclasses.replace(self.hook_settings.with_config(compiled),
-                                    timeout_s=self.reconciler.interface_hooks.timeout_s)
+        # A client's apply hands its hooks to the passes' worker, bounded as
+        # theirs are, below the unit's WatchdogSec (issue 23 H5): the loop
+        # waits only for what must end before the writes (pre-up, down lines).
+        settings = dataclasses.replace(self.hook_settings.with_config(compiled),
+                                       timeout_s=self.reconciler.interface_hooks.timeout_s)
+        if client_hooks is None:
+            client_hooks = self.client_hooks()
+        hooks = dataclasses.replace(settings, deferred=client_hooks)
         if dry_run:
             return apply(desired, self.session, lower_enabled=lower_enabled, dry_run=True,
                          selection=selection, hooks=hooks), None
@@ -562,7 +617,7 @@ class Daemon:
         finally:
             self.session.on_batch = None
         self.reconciler.load(desired, lower_enabled, lowered)
-        self.reconciler.hook_settings = hooks
+        self.reconciler.hook_settings = settings
         self.config_errors = []
         self.config_loaded_at = time.time()
         if source.stdin_text is None:
@@ -584,6 +639,11 @@ class Daemon:
         elif confirm is not None:
             self.trials.forget_left_over()   # nothing changed: nothing to confirm
         return result, trial
+
+    def client_hooks(self) -> ClientHooks:
+        """Where one client's apply sends its hook commands (apply_config)."""
+        assert self.reconciler is not None
+        return ClientHooks(self.reconciler.interface_hooks, keepalive=self.notifier.ping)
 
     def confirm_trial(self) -> Trial | None:
         """`netcfg confirm`: keep the change on trial (None: none waits)."""

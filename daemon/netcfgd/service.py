@@ -101,15 +101,35 @@ def apply_request(daemon: "Daemon", conn: ControlConnection, request: dict[str, 
         conn.progress(batch=batch, batches=batches, done=done, total=total,
                       seconds=round(time.monotonic() - started, 3))
 
+    client = daemon.client_hooks()
     result, trial = daemon.apply_config(compiled.model, source, selection=selection,
                                         dry_run=dry_run, lower_enabled=lower_enabled,
                                         on_write=progress, confirm=confirm,
-                                        client_pid=conn.pid or 0, compiled=compiled)
-    conn.result(summary=result.summary(), plan=result.plan.to_json() if request.get("json")
-                else None, plan_text=result.plan.to_text() if dry_run else None,
-                warnings=[w.format() for w in compiled.warnings],
-                trial=trial.to_json() if trial is not None else None,
-                storage=None if dry_run else _storage_outcome(daemon))
+                                        client_pid=conn.pid or 0, compiled=compiled,
+                                        client_hooks=client)
+    client.trial = trial
+
+    def answer(stopping: bool = False) -> None:
+        summary = result.summary()
+        summary["hooks"] = [*summary.get("hooks", ()), *client.lines]
+        if stopping and not client.done:
+            summary["hooks"].append(f"netcfgd stopped before {client.outstanding} hook "
+                                    f"commands ended: they were killed or not run")
+        if trial is not None and daemon.trials.current is trial:
+            # Its time counts from this answer, as when the hooks ran before it.
+            trial.deadline = time.monotonic() + trial.seconds
+        conn.result(summary=summary, plan=result.plan.to_json() if request.get("json")
+                    else None, plan_text=result.plan.to_text() if dry_run else None,
+                    warnings=[w.format() for w in compiled.warnings],
+                    trial=trial.to_json() if trial is not None else None,
+                    storage=None if dry_run else _storage_outcome(daemon))
+
+    if client.done:
+        answer()
+    else:
+        # Its up, post-up and post-down lines run in the worker: the loop goes
+        # on (status, repairs, WATCHDOG=1), and the answer waits for them (M15).
+        daemon.answer_later(conn, client, answer)
 
 
 def _refuse_selection_of_another_config(daemon: "Daemon", source: ConfigSource,

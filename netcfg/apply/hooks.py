@@ -82,12 +82,25 @@ class PreUpDue(Exception):
 
 
 class Deferred(Protocol):
-    """Where netcfgd's passes send their hook commands instead of running
-    them (netcfgd/hooks.py InterfaceHooks, on netcfg/apply/hookworker.py)."""
+    """Where netcfgd sends hook commands instead of running them (on
+    netcfg/apply/hookworker.py's worker beside its loop).
+
+    ``gates`` true (a pass: netcfgd/hooks.py InterfaceHooks): an interface
+    whose pre-up has not run is not brought up in this pass (PreUpDue), a
+    later pass brings it up. ``gates`` false (a client's apply through
+    netcfgd: ClientHooks): what runs before the writes is waited for as the
+    CLI does (pre-up with ``run``, failing the apply; pre-down, down and the
+    recorded down lines of what comes up again with ``wait``), bounded and
+    with WATCHDOG=1 meanwhile; what runs after (up, post-up, post-down) is
+    only submitted."""
+
+    gates: bool
 
     def submit(self, jobs: list[Job]) -> None: ...
 
     def wait(self, keys: list[Key]) -> list[str]: ...
+
+    def run(self, job: Job) -> tuple[int, str]: ...
 
     def pre_up_ran(self, key: Key, fingerprint: str) -> bool: ...
 
@@ -303,7 +316,7 @@ class Hooks:
         hooks = cls(settings, netns_dir, stanzas, lifecycle, record, log=log,
                     _script_dir=script_dir)
         hooks.pre_up_at = _pre_up_batches(plan, lifecycle)
-        if settings.deferred is not None and not stopping:
+        if settings.deferred is not None and settings.deferred.gates and not stopping:
             hooks._gate(set(came))
         return hooks
 
@@ -372,13 +385,18 @@ class Hooks:
             self._gone[key] = self._old(key)
             self._phases(self._gone[key], "down", ("pre-down", "down"), stop_on_failure=False)
             self._mark_pending(key)   # a failed apply does not run them twice
-        if self.settings.deferred is not None and (self.plan.downs or self.plan.plan_downs):
+        deferred = self.settings.deferred
+        if deferred is not None and (self.plan.downs or self.plan.plan_downs):
             # ifupdown2 runs them while the interface is still there: the
             # one wait of a pass, bounded by the worker's time limit.
-            self.log += self.settings.deferred.wait(list(self.plan.downs + self.plan.plan_downs))
+            self.log += deferred.wait(list(self.plan.downs + self.plan.plan_downs))
         for key in self.plan.cycles:
             self._phases(self._old(key), "down", DOWN_PHASES, stop_on_failure=False)
             self._mark_pending(key)
+        if deferred is not None and not deferred.gates and self.plan.cycles:
+            # A client's apply: the old down lines end before the writes, as
+            # under the CLI (a pass's run beside it, its pre-up queued after).
+            self.log += deferred.wait(list(self.plan.cycles))
         for key in self.plan.cycles + self.plan.ups:
             if self.pre_up_at.get(key) is None:
                 self._pre_up(key)
@@ -410,6 +428,9 @@ class Hooks:
         for key in reversed(self.ran_up):
             self._phases(self.stanzas[key], "down", DOWN_PHASES, stop_on_failure=False)
             self._mark_pending(key)
+        if self.settings.deferred is not None and self.ran_up:
+            # netcfgd's trial revert: they end before the revert's writes.
+            self.log += self.settings.deferred.wait(list(self.ran_up))
         self.ran_up.clear()
 
     def save(self) -> None:
@@ -481,23 +502,31 @@ class Hooks:
     def _one(self, stanza: Stanza, direction: str, phase: str, argv: list[str], said: str,
              where: str | None, family: tuple[str, str] | None, stop_on_failure: bool) -> None:
         env = stanza_environment(stanza, direction, phase, self.settings.verbosity, family)
-        if self.settings.deferred is not None:
+        deferred = self.settings.deferred
+        if deferred is not None:
             # netcfgd: the worker runs it; its output and failure reach the
-            # log and `netcfg status` from there (netcfgd/hooks.py).
-            self.settings.deferred.submit([Job((stanza.netns, stanza.name), phase, argv, env,
-                                               said, where)])
-            return
-        code, output = run_hook(argv, env, netns=stanza.netns, netns_dir=self.netns_dir,
-                                timeout_s=self.settings.timeout_s)
-        for line in output.splitlines():
-            self.log.append(f"{said}: {line}")
-            LOG.info("%s: %s", said, line)
-        if code == 0:
-            self.log.append(f"{said}: ok")
-            return
-        text = f"{where + ': ' if where else ''}{said} failed ({status_text(code)})"
-        self.log.append(text)
-        LOG.warning("%s", text)
+            # log, `netcfg status` and a client's answer from there
+            # (netcfgd/hooks.py). A client's pre-up is waited for.
+            job = Job((stanza.netns, stanza.name), phase, argv, env, said, where)
+            if not (stop_on_failure and not deferred.gates):
+                deferred.submit([job])
+                return
+            code, output = deferred.run(job)
+            if code == 0:
+                return
+            text = f"{where + ': ' if where else ''}{said} failed ({status_text(code)})"
+        else:
+            code, output = run_hook(argv, env, netns=stanza.netns, netns_dir=self.netns_dir,
+                                    timeout_s=self.settings.timeout_s)
+            for line in output.splitlines():
+                self.log.append(f"{said}: {line}")
+                LOG.info("%s: %s", said, line)
+            if code == 0:
+                self.log.append(f"{said}: ok")
+                return
+            text = f"{where + ': ' if where else ''}{said} failed ({status_text(code)})"
+            self.log.append(text)
+            LOG.warning("%s", text)
         if stop_on_failure:
             last = output.strip().splitlines()[-1:] or [""]
             raise HookFailed(f"{text}{': ' + last[0] if last[0] else ''}; "

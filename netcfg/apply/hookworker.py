@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterable
+from typing import IO, Any, Callable, Iterable
 
 from netcfg.apply.hookproc import (NOT_STARTED, TIMED_OUT, cannot_start, kill_group, start_hook,
                                    with_timeout_note)
@@ -48,6 +48,9 @@ class Job:
     env: dict[str, str]
     said: str                       # how messages name it: "br0: post-up 'cmd'"
     where: str | None = None        # FILE:LINE of the line, when it is one
+    # Whose command it is: None for a pass's; a client's apply through
+    # netcfgd (netcfgd/hooks.py ClientHooks) is told when it ends.
+    owner: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -84,9 +87,10 @@ class HookWorker:
         for job in jobs:
             self._queues.setdefault(job.key, collections.deque()).append(job)
 
-    def drop(self, key: Key) -> None:
-        """Forget what waits for ``key`` (a failed pre-up's later lines)."""
-        self._queues.pop(key, None)
+    def drop(self, key: Key) -> list[Job]:
+        """Forget what waits for ``key`` (a failed pre-up's later lines); the
+        jobs forgotten."""
+        return list(self._queues.pop(key, ()))
 
     def busy(self, key: Key | None = None) -> bool:
         if key is None:

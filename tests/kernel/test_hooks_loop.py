@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import textwrap
 import time
 
@@ -107,3 +109,78 @@ def test_hooks_under_the_units_capabilities_and_umask(make_daemon, tmp_path):
     CAP_SYS_MODULE, CAP_CHOWN, CAP_NET_ADMIN = 16, 0, 12
     for cap in (CAP_SYS_MODULE, CAP_CHOWN, CAP_NET_ADMIN):
         assert effective & (1 << cap), hex(effective)
+
+
+def _unit_prefix() -> tuple[str, ...]:
+    """netcfgd as the unit runs it: its CapabilityBoundingSet and UMask=0077."""
+    bounding = "-all," + ",".join(f"+{c}" for c in unit_capabilities())
+    return ("sh", "-c", 'umask 077; exec "$@"', "sh", "setpriv", f"--bounding-set={bounding}",
+            f"--inh-caps={bounding}")
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/setpriv"), reason="needs setpriv")
+def test_a_clients_sleeping_post_up_holds_neither_the_watchdog_nor_status_nor_repairs(
+        make_daemon, tmp_path):
+    """H5 on the client's path: `netcfg apply` through netcfgd whose post-up
+    sleeps. Before, the daemon ran the client's hooks in its loop: status
+    answered, WATCHDOG=1 and another interface's repair came only once the
+    sleep ended. Now they go on, and the client's output and status still
+    carry what the hooks said and that one failed (M15)."""
+    started, ended = tmp_path / "post-up-started", tmp_path / "post-up-ended"
+    daemon = make_daemon(bridge("hl7", 8) + bridge("hl8", 9), preapply=False,
+                         watchdog_usec=1_000_000, prefix=_unit_prefix())
+    wait_for(lambda: addresses("", "hl8") == {"10.81.9.1/24"}, REPAIR_BOUND_S, "hl8 made")
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "a.tmpl").write_text(
+        bridge("hl7", 8, f"post-up touch {started}", "post-up sleep 8",
+               "post-up echo the-hook-said-this", "post-up false", f"post-up touch {ended}")
+        + bridge("hl8", 9))
+    client = subprocess.Popen([sys.executable, "-m", "netcfg", "apply", "-c", str(new)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "NETCFG_RUN_DIR": str(daemon.run_dir)})
+    try:
+        wait_for(started.exists, 20, "the client's post-up to start")
+        asked = time.monotonic()
+        assert daemon.status()["daemon"]["ready"]
+        assert time.monotonic() - asked < 1.0, "status waited for the client's post-up"
+        ip("addr", "flush", "dev", "hl8")
+        wait_for(lambda: addresses("", "hl8") == {"10.81.9.1/24"}, REPAIR_BOUND_S,
+                 "hl8's address repaired while the client's post-up sleeps")
+        seen = len(daemon.messages)
+        time.sleep(2.5)
+        pings = [m for m in daemon.messages[seen:] if m == "WATCHDOG=1"]
+        assert len(pings) >= 3, daemon.messages[seen:]
+        assert not ended.exists() and client.poll() is None, \
+            "the post-up ended already: the test proved nothing"
+        out, err = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+    assert client.returncode == 0, err
+    # The client's answer waited for its hooks and carries their lines.
+    assert ended.exists()
+    assert "hl7: post-up 'echo the-hook-said-this': the-hook-said-this" in out, out
+    assert "hl7: post-up 'false' failed (exit 1)" in out, out
+    host = next(ns for ns in daemon.status()["namespaces"] if ns["name"] == "")
+    assert any("post-up 'false' failed (exit 1)" in line for line in host["hooks"]), host
+
+
+def test_a_clients_failing_pre_up_still_fails_its_apply(make_daemon, tmp_path):
+    """A client's pre-up runs in the worker too, and is waited for: failing,
+    the apply is reverted (exit 3) and the interface is not made, as under
+    the CLI."""
+    daemon = make_daemon(bridge("hl9", 10), preapply=False)
+    wait_for(lambda: addresses("", "hl9") == {"10.81.10.1/24"}, REPAIR_BOUND_S, "hl9 made")
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "a.tmpl").write_text(bridge("hl9", 10) + bridge("hla", 11, "pre-up echo no; false"))
+    done = subprocess.run([sys.executable, "-m", "netcfg", "apply", "-c", str(new)],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "NETCFG_RUN_DIR": str(daemon.run_dir)})
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "pre-up 'echo no; false' failed (exit 1): no" in done.stderr, done.stderr
+    assert "previous state was restored" in done.stderr
+    assert link("", "hla") is None
+    assert daemon.status()["daemon"]["ready"]
