@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from netcfg.compile.inherits import resolve_inherits
 from netcfg.compile.legacy_tunnel import tunnel_lines
+from netcfg.compile.ovs_allow import allow_ovs_bridges
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import INERT_NOTE_SYNTAXES, explain, inert_warning
 from netcfg.compile.values import parse_value, value_notes
@@ -69,6 +70,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     to_pppd = _left_to_pppd(pending, report)
     _default_tunnel_source(pending)
     _bond_master_to_slaves(pending, report)
+    allow_ovs_bridges(parsed, pending, report)
     virtual = _address_virtual_to_macvlans(pending, report)
     builder = _ObjectBuilder(report)
     for p in pending.values():
