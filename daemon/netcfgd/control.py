@@ -30,7 +30,7 @@ import struct
 import time
 from typing import Any
 
-from netcfg.cli.client import MAX_LINE, PROTOCOL_VERSION
+from netcfg.cli.client import MAX_LINE, PROTOCOL_VERSION, presence_name
 from netcfg.compile.jsonform import MAX_JSON_DEPTH, json_depth
 from netcfg.model.errors import EXIT_USAGE, NetcfgError, quote
 from netcfg.model.names import ifname_problem, netns_name_problem
@@ -152,6 +152,13 @@ class ControlServer:
             raise
         self.sock = sock
         self.path = path
+        # Held while we run: a netcfg whose run dir differs finds it in
+        # /proc/net/unix and refuses to go around us (issue 23 L4).
+        self.presence = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+        try:
+            self.presence.bind("\0" + presence_name(directory))
+        except OSError:
+            pass    # taken: the netcfgd that answers there was refused above
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -168,6 +175,7 @@ class ControlServer:
 
     def close(self) -> None:
         self.sock.close()
+        self.presence.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
 

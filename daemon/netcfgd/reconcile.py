@@ -94,6 +94,7 @@ class Counters:
     passes: int = 0            # reconcile passes
     passes_quiet: int = 0      # passes that found nothing to do (our own writes come back)
     passes_writing: int = 0
+    passes_failed: int = 0     # passes where a namespace failed (not "nothing to do": L9)
     full_passes: int = 0
     requests: int = 0          # netlink write requests sent by passes
     repairs: int = 0           # operations applied by passes
@@ -506,7 +507,11 @@ class Reconciler:
         c.full_passes += result.full
         c.requests += result.requests
         c.repairs += result.operations
-        if result.requests:
+        # Each pass in one of three (issue 23 L9: failed passes were counted
+        # as having found nothing to do).
+        if result.failed:
+            c.passes_failed += 1
+        elif result.requests:
             c.passes_writing += 1
         else:
             c.passes_quiet += 1

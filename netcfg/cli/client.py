@@ -15,6 +15,7 @@ SO_PEERCRED).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -46,9 +47,44 @@ class DaemonGone(DaemonError):
     """The connection ended before netcfgd answered: it stopped, or was killed."""
 
 
+def presence_name(directory: str) -> str:
+    """The abstract socket name a netcfgd with run dir ``directory`` holds
+    in its network namespace ('@' is the NUL of /proc/net/unix)."""
+    directory = os.path.realpath(directory)
+    name = f"netcfgd:{directory}"
+    if len(name.encode()) > 100:     # sun_path holds 107 bytes
+        name = f"netcfgd:#{hashlib.sha256(directory.encode()).hexdigest()[:32]}"
+    return name
+
+
+def daemons_elsewhere(directory: str) -> list[str]:
+    """The run dirs (or their hashed names) of netcfgd's running in this
+    network namespace with another run dir than ``directory`` (issue 23 L4)."""
+    mine = presence_name(directory)
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as table:
+            lines = table.read().splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith("@netcfgd:") and fields[7][1:] != mine:
+            found.append(fields[7][len("@netcfgd:"):])
+    return sorted(set(found))
+
+
 def connect(path: str | None = None, timeout: float | None = None) -> "DaemonConnection | None":
-    """A connection to the running netcfgd, or None when none listens."""
-    path = path or socket_path()
+    """A connection to the running netcfgd, or None when none listens. With
+    no ``path`` (netcfg's own run dir), a netcfgd that runs with another run
+    dir is refused (UsageError): bypassing it, and its apply lock, would
+    write what it undoes at once (issue 23 L4)."""
+    if path is None:
+        path = socket_path()
+        connection = connect(path, timeout)
+        if connection is None:
+            _refuse_a_daemon_elsewhere()
+        return connection
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     sock.settimeout(timeout)
     try:
@@ -64,6 +100,18 @@ def connect(path: str | None = None, timeout: float | None = None) -> "DaemonCon
         sock.close()
         raise UsageError(f"cannot connect to netcfgd ({path}): {e.strerror}") from None
     return DaemonConnection(sock)
+
+
+def _refuse_a_daemon_elsewhere() -> None:
+    elsewhere = daemons_elsewhere(run_dir())
+    if not elsewhere:
+        return
+    where = ", ".join("a hashed long path" if d.startswith("#") else d for d in elsewhere)
+    raise UsageError(
+        f"netcfgd runs with another run dir ({where}) than this netcfg's "
+        f"({os.path.realpath(run_dir())}, from $NETCFG_RUN_DIR or /run/netcfg): going around "
+        f"it and its apply lock, a change would be undone by it at once. Set NETCFG_RUN_DIR "
+        f"to netcfgd's run dir (or unset it), or stop netcfgd")
 
 
 class DaemonConnection:
@@ -158,7 +206,8 @@ def format_status(status: dict[str, Any]) -> str:
     lines.append(f"events: {counters['events']} received, {counters['events_ignored']} "
                  f"ignored, {counters['event_losses']} losses (resynced)")
     lines.append(f"passes: {counters['passes']} ({counters['passes_writing']} wrote, "
-                 f"{counters['passes_quiet']} found nothing to do, {counters['full_passes']} "
+                 f"{counters['passes_quiet']} found nothing to do, "
+                 f"{counters.get('passes_failed', 0)} failed, {counters['full_passes']} "
                  f"full, {counters.get('deferred', 0)} deferred by a backoff); "
                  f"{counters['repairs']} operations, {counters['requests']} requests, "
                  f"{counters['failures']} failures")

@@ -288,3 +288,47 @@ def test_a_script_past_its_time_limit_is_killed_and_reported(tmp_path, session, 
     slow = str(network / "if-up.d" / "slow")
     assert f"hk0: up script {slow} (inet): waiting" in result.hooks
     assert f"hk0: up script {slow} (inet) failed (timed out)" in result.hooks
+
+
+def _running(fragment: str) -> list[int]:
+    """Pids whose command line holds ``fragment``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if fragment.encode() in f.read().replace(b"\0", b" "):
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_l1_a_killed_apply_leaves_no_hook_running(tmp_path, cleanup):
+    """adversarial-3 L1: `netcfg apply` SIGKILLed in a pre-up left that hook
+    running as an orphan (the rest of its line ran later, beside the next
+    apply's). Now the hook dies with the apply (setpriv --pdeathsig)."""
+    import signal
+    import sys
+    import time
+
+    started, later = tmp_path / "started", tmp_path / "later"
+    line = f"sleep 3.21; touch {later}"
+    path = tmp_path / "interfaces"
+    path.write_text(f"auto hk0\niface hk0 inet static\n    bridge-ports none\n"
+                    f"    address 10.77.3.1/24\n    pre-up touch {started}\n    pre-up {line}\n")
+    client = subprocess.Popen([sys.executable, "-m", "netcfg", "apply", "-c", str(path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (started.exists() and _running(line)):
+            assert client.poll() is None and time.monotonic() < deadline, "no pre-up ran"
+            time.sleep(0.01)
+    finally:
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+    deadline = time.monotonic() + 2
+    while _running(line) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _running(line), "the killed apply's pre-up is still running"
+    time.sleep(3.5)
+    assert not later.exists(), "the rest of the killed apply's pre-up line ran later"

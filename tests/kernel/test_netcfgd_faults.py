@@ -122,6 +122,15 @@ def test_a_failing_namespace_does_not_stall_the_others(make_daemon):
              >= 3, 10, "bad retried", step=0.1)
     text = cli(daemon.run_dir, "status")
     assert "failing" in text.stdout and "Operation not supported" in text.stdout
+    # Failed passes are counted as failed, not as "found nothing to do"
+    # (issue 23 L9): every pass is in one of the three.
+    counters = daemon.counters()
+    assert counters["passes_failed"] >= 3, counters
+    assert counters["passes"] == (counters["passes_failed"] + counters["passes_writing"]
+                                  + counters["passes_quiet"]), counters
+    passes = next(line for line in cli(daemon.run_dir, "status").stdout.splitlines()
+                  if line.startswith("passes:"))
+    assert " failed, " in passes, passes
 
 
 def test_storm_of_500_ports_converges_in_few_passes(make_daemon, tmp_path):

@@ -160,6 +160,24 @@ def test_status_names_what_is_enforced(make_daemon, tmp_path):
     assert "stdin" in cli(daemon.run_dir, "status").stdout
 
 
+def test_l4_a_cli_with_another_run_dir_does_not_go_around_netcfgd(make_daemon, tmp_path):
+    """L4: `NETCFG_RUN_DIR` set differently made the CLI apply directly,
+    outside netcfgd's lock, say "verified", and netcfgd undo it within 1 s.
+    Now it finds netcfgd (its abstract socket in this network namespace)
+    and refuses, naming netcfgd's run dir, with nothing changed."""
+    daemon = make_daemon(TENANTS)
+    other = tmp_path / "other.tmpl"
+    other.write_text(NEW)
+    done = cli(tmp_path / "another-run-dir", "apply", "-c", str(other))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "netcfgd runs with another run dir" in done.stderr, done.stderr
+    assert os.path.realpath(daemon.run_dir) in done.stderr
+    assert addresses("red", "eth0") == BEFORE            # nothing was written
+    # The same run dir goes through netcfgd, as always.
+    assert cli(daemon.run_dir, "apply", "-c", str(other)).returncode == 0
+    assert addresses("red", "eth0") == AFTER
+
+
 # ---------------------------------------------------------------- issue 26's commands
 
 @pytest.mark.parametrize("with_daemon", [False, True], ids=["cli", "netcfgd"])
