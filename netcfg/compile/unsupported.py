@@ -143,9 +143,6 @@ _REFUSED_PREFIXES = (
     ("bridge-mc", f"{NOT_YET}: this IGMP/MLD snooping tunable; bridge-mcsnoop turns "
                   "snooping on or off and bridge-mcast-vlan-snooping keeps it per VLAN"),
     ("bridge-portmc", f"{NOT_YET}: this per-port multicast setting"),
-    ("batman-", DAEMON.format(daemon="batctl (B.A.T.M.A.N. mesh setup)")
-     + "; ifupdown2's batman_adv addon configures the mesh through it, so the line does "
-       "something there"),
     ("ovs-", "netcfg writes Open vSwitch's database with ovs-type, ovs-bridge, ovs-ports, "
              "ovs-options and ovs-mtu only (docs/ovs.md); ovs-extra (ovs-vsctl commands), "
              "ovs-bonds and tunnel or patch settings are not supported"),
@@ -191,10 +188,38 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
             return Unsupported(_hook_reason(hook, hooks_dir or network_dir()), True)
     if attribute.startswith(_ETHTOOL_KEYS):
         return Unsupported(_ETHTOOL_REASON, True)
+    if attribute.startswith(_BATMAN_PREFIX):
+        return Unsupported(_batman(attribute), False)
     for prefix, reason in _REFUSED_PREFIXES:
         if attribute.startswith(prefix):
             return Unsupported(reason, False)
     return None
+
+
+# B.A.T.M.A.N. advanced (issue 22). ifupdown2's batman_adv addon (loaded only
+# where /usr/sbin/batctl exists) makes the mesh interface with `batctl -m IF
+# if add PORT` per batman-ifaces entry, and reads and writes its other
+# batman-* settings in /sys/class/net/IF/mesh/: batman-adv's sysfs files,
+# which Linux removed (Debian's 6.12 kernel, batman-adv 2024.2, has no mesh/
+# directory: measured in the VM tier), so its ifup fails on those lines
+# there. On a stanza without batman-ifaces it ignores them; ifupdown-ng's
+# batman executor sets a hard interface's hop penalty (batctl hardif).
+_BATMAN_PREFIX = "batman-"
+_BATMAN_MESH = ("batman-ifaces", "batman-ifaces-ignore-regex", "batman-routing-algo")
+
+
+def _batman(attribute: str) -> str:
+    daemon = DAEMON.format(daemon="batctl (B.A.T.M.A.N. mesh setup)")
+    if attribute in _BATMAN_MESH:
+        return (f"{daemon}; ifupdown2's batman_adv addon makes the mesh interface through it "
+                f"(batctl -m IF if add PORT), so the line does something there; netcfg has no "
+                f"batadv kind yet (the kernel's: ip link add IF type batadv, and each port "
+                f"ip link set PORT master IF)")
+    return (f"{daemon}; ifupdown2 writes it to /sys/class/net/IF/mesh/, which Linux no longer "
+            f"has (batman-adv's sysfs files are gone: Debian's 6.12 kernel has none), so "
+            f"ifupdown2 fails on it too on a mesh interface (batman-ifaces) and ignores it on "
+            f"another; ifupdown-ng sets a hard interface's with batctl hardif. The kernel's "
+            f"setting is the batadv generic netlink family's, which netcfg does not send yet")
 
 
 # ifupdown-ng's mpls executor: `mpls-enable yes` writes net.mpls.conf.IF.input
