@@ -316,6 +316,26 @@ def test_unit_file_verifies():
         shutil.rmtree(tmp)
 
 
+def test_the_unit_loads_ublk_and_leaves_dhcp_clients_and_hooks_children_alone():
+    """issue 23 M4, the unit's half (no systemd here to stop and restart it):
+    ublk_drv is loaded by the unit, a stop or restart kills netcfgd only
+    (KillMode=process: its DHCP clients and what hooks start live on), and
+    hooks get what modprobe, chown and iptables need. The hooks' half runs
+    under this bounding set: tests/kernel/test_hooks_loop.py."""
+    options: dict[str, list[str]] = {}
+    for line in (REPO / "daemon" / "netcfgd.service").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not line.startswith("#"):
+            options.setdefault(key.strip(), []).append(value.strip())
+    assert any("modprobe" in v and "ublk_drv" in v for v in options.get("ExecStartPre", ())), \
+        options.get("ExecStartPre")
+    assert options.get("KillMode") == ["process"], options.get("KillMode")
+    caps = set(" ".join(options["CapabilityBoundingSet"]).split())
+    assert {"CAP_SYS_MODULE", "CAP_CHOWN", "CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_SETUID",
+            "CAP_SETGID"} <= caps, caps
+    assert "@module" in " ".join(options["SystemCallFilter"])
+
+
 
 def test_a_frozen_namespace_is_reached_but_left_out():
     """netcfgd's enforcing passes reach `policy report` namespaces through a
