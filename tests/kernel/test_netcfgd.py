@@ -375,10 +375,14 @@ def _refuses_non_root(daemon: Netcfgd) -> None:
 
 
 def test_cli_goes_through_the_daemon(make_daemon, tmp_path):
-    daemon = make_daemon(TENANTS)
+    daemon = make_daemon(TENANTS, start=False)
     run = daemon.run_dir
     # Not running: status says so (exit 1); with it: text and JSON.
-    assert cli(tmp_path / "nowhere", "status").returncode == 1
+    assert cli(run, "status").returncode == 1
+    daemon.start()
+    # A netcfg with another run dir does not take it for "not running" (issue 23 L4).
+    elsewhere = cli(tmp_path / "nowhere", "status")
+    assert elsewhere.returncode == 2 and "netcfgd runs with another run dir" in elsewhere.stderr
     status = json.loads(cli(run, "status", "--json").stdout)
     assert status["running"] and status["daemon"]["pid"] == daemon.proc.pid
 
