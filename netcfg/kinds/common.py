@@ -430,6 +430,16 @@ def _check_routes(model: Model, with_routes: list[ConfigObject], report) -> None
                                  f"route out, or give it a metric", attribute)
                     continue
             if not is_up(dev):
+                if dev is obj and not dev.attrs.get("link-down"):
+                    # ifupdown2: the route is part of the stanza's up state;
+                    # `ifup -a` leaves a stanza without auto alone and `ifup
+                    # NAME` brings it up with its routes (plan/diff.routes).
+                    report.warning(where,
+                                   f"{obj.label()}: the route to {route['to']} is not installed "
+                                   f"now: no 'auto {obj.name}' line brings {obj.name} up, and "
+                                   f"no up device needs it; `ifup {obj.name}` brings it up "
+                                   f"with this route", attribute)
+                    continue
                 why = ("it has 'link-down yes'" if dev.attrs.get("link-down")
                        else f"no 'auto {dev.name}' line brings it up, and no up device needs it")
                 report.error(where,

@@ -145,10 +145,28 @@ def test_a_route_without_gateway_makes_its_prefix_reachable_and_goes_first(tmp_p
 
 
 def test_a_route_through_a_down_device_is_refused(tmp_path):
-    text = ROUTED.replace("auto e1\n", "") + "    route 10.9.0.0/24 via 10.0.0.2\n"
+    text = ROUTED + "    link-down yes\n    route 10.9.0.0/24 via 10.0.0.2\n"
     (error,) = errors(text, tmp_path)
-    assert error.startswith("6: e1: the route to 10.9.0.0/24 goes out e1, which stays down "
+    assert error.startswith("8: e1: the route to 10.9.0.0/24 goes out e1, which stays down "
+                            "(it has 'link-down yes')")
+    # Out of another stanza's device that no auto line brings up: refused too.
+    other = ROUTED.replace("auto e1\n", "") + \
+        "auto d1\niface d1\n    link-type dummy\n    route 10.9.0.0/24 via 10.0.0.2 dev e1\n"
+    (error,) = errors(other, tmp_path)
+    assert error.startswith("9: d1: the route to 10.9.0.0/24 goes out e1, which stays down "
                             "(no 'auto e1' line brings it up, and no up device needs it)")
+
+
+def test_a_route_of_a_stanza_without_auto_is_a_warning_and_not_planned(tmp_path):
+    """ifupdown2's `ifup -a` leaves such a stanza alone; `ifup e1` brings it
+    up with its routes (issue 22). Here the route is not installed now."""
+    text = ROUTED.replace("auto e1\n", "") + "    gateway 10.0.0.2\n"
+    assert errors(text, tmp_path) == []
+    (warning,) = [w for w in compile_text(text, tmp_path).warnings if "route" in w.message]
+    assert warning.loc.line == 6
+    assert "the route to 0.0.0.0/0 is not installed now" in warning.message
+    assert "`ifup e1` brings it up with this route" in warning.message
+    assert not [line for line in plan_lines(text, tmp_path) if "route" in line]
 
 
 @pytest.mark.parametrize("extra, error", [
