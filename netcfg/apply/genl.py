@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from netcfg.apply import ethtool, wireguard
+from netcfg.apply import batadv, ethtool, wireguard
 from netcfg.apply.refusal import Refused
 from netcfg.kernel.session import KernelSession
 from netcfg.kinds.genl import genl_kinds
@@ -29,6 +29,7 @@ from netcfg.plan.ops import Operation
 CONFIGURERS: dict[str, Callable[[Operation, KernelSession], int]] = {
     "wireguard": wireguard.configure,
     "physical": ethtool.configure,
+    "batadv": batadv.configure,
 }
 # Model -> model, before the diff (reads what only the edge may read).
 PREPARERS: tuple[Callable[[Model, KernelSession], Model], ...] = (wireguard.resolve,)

@@ -230,6 +230,16 @@ def _why_not_a_bridge(obj: ConfigObject, owner: str) -> str:
             f"host's vmbr0), check them together: netcfg check -c /etc/network/interfaces")
 
 
+def _why_not_a_mesh(obj: ConfigObject, owner: str) -> str:
+    """batman-hop-penalty on a hard interface (ifupdown-ng's batman
+    executor: batctl hardif IF hop_penalty N); ifupdown2 ignores it there."""
+    if owner != "batadv" or obj.kind == "batadv":
+        return ""
+    return (f": a mesh interface is one whose stanza writes batman-ifaces. A hard "
+            f"interface's own setting (ifupdown-ng's batctl hardif) is not supported; "
+            f"ifupdown2 ignores the line there")
+
+
 def _mac_octets(mac: str) -> str:
     """ifupdown2 hands the MAC to `ip link add`, whose parser takes one hex
     digit for an octet (42:38:39:ff:00:1, as its own examples write it)."""
@@ -427,7 +437,8 @@ class _ObjectBuilder:
         if owner is not None and (raw.name != PLACEMENT_ATTRIBUTE):
             self.report.error(raw.loc, f"{obj.label()}: {raw.name} applies to {owner} "
                               f"{'interfaces' if obj.section == IFACE else 'stanzas'}, and "
-                              f"{obj.name} is a {obj.kind}{_why_not_a_bridge(obj, owner)}",
+                              f"{obj.name} is a {obj.kind}{_why_not_a_bridge(obj, owner)}"
+                              f"{_why_not_a_mesh(obj, owner)}",
                               raw.name)
             return
         found = explain(raw.name, raw.value)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Protocol
 
+from netcfg.kernel.batadv import BatadvReader
 from netcfg.kernel.ethtool import LinkModesReader
 from netcfg.kernel.genl import GenlSockets
 from netcfg.kernel.read import NamespaceState
@@ -44,7 +45,7 @@ class GenlReader(Protocol):
         returns the requests made."""
 
 
-READERS: tuple[GenlReader, ...] = (WireguardReader(), LinkModesReader())
+READERS: tuple[GenlReader, ...] = (WireguardReader(), LinkModesReader(), BatadvReader())
 
 
 def read_genl_state(genl: GenlSockets, state: NamespaceState,

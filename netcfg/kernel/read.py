@@ -70,7 +70,7 @@ IPV6_DUMP_ATTEMPTS = 2
 _T = TypeVar("_T")
 # Master kind -> the master's attribute listing its members (in ifindex
 # order), or the member's attribute naming its master.
-MEMBER_LISTS = {"bridge": "bridge-ports", "bond": "bond-slaves"}
+MEMBER_LISTS = {"bridge": "bridge-ports", "bond": "bond-slaves", "batadv": "batman-ifaces"}
 MEMBER_OF = {"vrf": "vrf"}
 # Routes the kernel makes itself (connected and local routes of addresses,
 # IPv6 router advertisements; linux/rtnetlink.h): no one's to purge.

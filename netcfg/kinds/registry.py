@@ -17,7 +17,7 @@ KIND_MODULES = (
     "loopback", "physical", "dummy", "veth", "vlan", "bridge", "bond", "vxlan",
     "vrf", "macvlan", "ipvlan", "netns", "volume", "target", "wireguard", "ovs",
     "tunnel", "tunnel_gre", "tunnel_gretap", "tunnel_ipip", "tunnel_sit", "tunnel_vti",
-    "tunnel_ip6gre", "tunnel_ip6gretap", "tunnel_ip6tnl", "tunnel_vti6",
+    "tunnel_ip6gre", "tunnel_ip6gretap", "tunnel_ip6tnl", "tunnel_vti6", "batadv",
 )
 TRAIT_MODULES = ("common", "bridge_port")
 

@@ -59,6 +59,7 @@ HANDLED_ELSEWHERE = frozenset({
     # nothing, dhcp hands the interface to the DHCP client (netcfg apply).
     "inet", "inet6",
     "pointopoint", "broadcast", ADDRESS_METRIC,    # addr-add's params (plan/addresses.py)
+    "address-label",                               # addr-add's params (plan/addresses.py)
     # The DHCP client's options and its routes' metric (apply/dhcp.py ClientOptions).
     "hostname", "client", "leasehours", "leasetime", "vendor", "metric",
     # Imperative lines are run, not kernel state (plan/hooks.py, apply/hooks.py).
@@ -67,6 +68,7 @@ HANDLED_ELSEWHERE = frozenset({
     "dns-nameservers", "dns-search", "dns-domain",
     # Which ports of a bridge are not netcfg's to remove (plan/scope.py).
     "bridge-ports-condone-regex",
+    "batman-ifaces-ignore-regex",                  # likewise, a mesh's (kinds/batadv.py)
 })
 # link-set params that only mean something on an enslaved port: a link-set
 # carrying them has this subject and comes after master-set.

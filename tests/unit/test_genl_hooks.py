@@ -19,12 +19,12 @@ from netcfg.model.model import IFACE, ConfigObject, Model
 ROOT = Path(netcfg.__file__).parent
 # The modules that dispatch to the hooks, and what they must not import.
 CORE = ("kernel/session.py", "apply/execute.py", "netlink/encode.py")
-PER_KIND = ("wireguard", "ethtool", "physical")
+PER_KIND = ("wireguard", "ethtool", "physical", "batadv")
 
 
 def test_every_genl_kind_has_a_reader_and_a_configurer():
     kinds = set(genl_kinds())
-    assert kinds == {"wireguard", "physical"}
+    assert kinds == {"wireguard", "physical", "batadv"}
     assert {r.kind for r in READERS} == kinds
     assert set(CONFIGURERS) == kinds
 
@@ -33,7 +33,7 @@ def test_attributes_are_one_kinds_each():
     # apply/genl.configure picks the configurer by attribute: one owner each.
     owners = [a for k in genl_kinds().values() for a in k.genl_attributes]
     assert len(owners) == len(set(owners)) == len(genl_attributes())
-    assert created_without_info_data() == {"wireguard"}   # physical is never created
+    assert created_without_info_data() == {"wireguard", "batadv"}   # physical is never created
 
 
 def _imported(path: Path) -> set[str]:

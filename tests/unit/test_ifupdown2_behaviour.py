@@ -131,7 +131,7 @@ def test_daemon_only_attributes_are_refused_naming_the_daemon(tmp_path):
     do nothing on a Debian host, are warnings (tests/unit/test_unsupported_inert.py)."""
     from netcfg.model.errors import ConfigInvalid
 
-    for attribute, daemon in (("batman-ifaces bat0", "batctl"),
+    for attribute, daemon in (("batman-gw-mode client", "batctl"),
                               # OVS is configured (docs/ovs.md); its ovs-vsctl lines are not.
                               ("ovs-extra set bridge br0 stp_enable=true", "ovs-vsctl")):
         try:

@@ -139,7 +139,8 @@ def test_attribute_names_are_unique_across_groups():
 
 
 def test_registry_kind_selection():
-    assert set(registry.kinds_by_link_type()) == {"dummy", "veth", "macvlan", "ipvlan", "wireguard"}
+    assert set(registry.kinds_by_link_type()) == {"dummy", "veth", "macvlan", "ipvlan", "wireguard",
+                                                  "batadv"}
     by_attribute = {a: k.name for a, k in registry.kinds_by_defining_attribute().items()}
     assert by_attribute["veth-peer-name"] == "veth"
     assert by_attribute["vlan-id"] == by_attribute["vlan-raw-device"] == "vlan"

@@ -100,11 +100,11 @@ def test_inert_lines_never_reach_the_model(tmp_path):
 
 def test_typos_and_settings_ifupdown2_applies_stay_errors(tmp_path):
     text = ("auto br0\niface br0\n    bridge-ports swp1\n    bridge-prots swp1\n"
-            "    batman-ifaces bat0\n    bridge-mcfoo 1\n    ovs-extra set x\n")
+            "    batman-gw-mode client\n    bridge-mcfoo 1\n    ovs-extra set x\n")
     code, _, err = _run(["check", "-c", _write(tmp_path, text)])
     assert code == 1
     assert ":4: error: br0: unknown attribute 'bridge-prots' (did you mean 'bridge-ports'?)" in err
-    assert ":5: error: br0: batman-ifaces is not supported: a setting of batctl" in err
+    assert ":5: error: br0: batman-gw-mode is not supported: a setting of batctl" in err
     assert ":6: error: br0: bridge-mcfoo is not supported: the kernel has it" in err
     assert ":7: error: br0: ovs-extra is not supported" in err
     code, _, err = _run(["check", "-c", _write(tmp_path, "iface br1\n    requires br0\n")])
