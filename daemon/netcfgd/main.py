@@ -132,10 +132,8 @@ class Daemon:
         # watch looks at the pid files again after one, not on every wakeup.
         self._dhcp_may_have_changed = True
         self._wakeup: tuple[socket.socket, socket.socket] | None = None
-        # Clients whose apply is done but whose hooks still run in the worker:
-        # answered once they end (service.apply_request), never waited for.
-        self.answers_waiting: list[tuple[ControlConnection, ClientHooks,
-                                         Callable[[bool], None]]] = []
+        # Clients whose apply's hooks still run in the worker: answered once they end.
+        self.answers_waiting: list[tuple[ControlConnection, ClientHooks, Callable]] = []
 
     # ---------------------------------------------------------------- lifecycle
 
