@@ -196,30 +196,25 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
     return None
 
 
-# B.A.T.M.A.N. advanced (issue 22). ifupdown2's batman_adv addon (loaded only
-# where /usr/sbin/batctl exists) makes the mesh interface with `batctl -m IF
-# if add PORT` per batman-ifaces entry, and reads and writes its other
-# batman-* settings in /sys/class/net/IF/mesh/: batman-adv's sysfs files,
-# which Linux removed (Debian's 6.12 kernel, batman-adv 2024.2, has no mesh/
-# directory: measured in the VM tier), so its ifup fails on those lines
-# there. On a stanza without batman-ifaces it ignores them; ifupdown-ng's
-# batman executor sets a hard interface's hop penalty (batctl hardif).
+# B.A.T.M.A.N. advanced (issue 22): the batadv kind (kinds/batadv.py) has
+# batman-ifaces, batman-ifaces-ignore-regex and batman-hop-penalty; the other
+# batman-* lines of ifupdown2's batman_adv addon get here. It reads and writes
+# them in /sys/class/net/IF/mesh/: batman-adv's sysfs files, which Linux
+# removed (Debian's 6.12 kernel, batman-adv 2024.2, has no mesh/ directory:
+# measured in the VM tier), so its ifup fails on those lines there.
 _BATMAN_PREFIX = "batman-"
-_BATMAN_MESH = ("batman-ifaces", "batman-ifaces-ignore-regex", "batman-routing-algo")
+_ROUTING_ALGO = "batman-routing-algo"
 
 
 def _batman(attribute: str) -> str:
     daemon = DAEMON.format(daemon="batctl (B.A.T.M.A.N. mesh setup)")
-    if attribute in _BATMAN_MESH:
-        return (f"{daemon}; ifupdown2's batman_adv addon makes the mesh interface through it "
-                f"(batctl -m IF if add PORT), so the line does something there; netcfg has no "
-                f"batadv kind yet (the kernel's: ip link add IF type batadv, and each port "
-                f"ip link set PORT master IF)")
+    if attribute == _ROUTING_ALGO:
+        return (f"{daemon}; ifupdown2 runs `batctl ra ALGO`, the algorithm of meshes made "
+                f"after it; netcfg does not set it yet (IFLA_BATADV_ALGO_NAME at creation)")
     return (f"{daemon}; ifupdown2 writes it to /sys/class/net/IF/mesh/, which Linux no longer "
             f"has (batman-adv's sysfs files are gone: Debian's 6.12 kernel has none), so "
-            f"ifupdown2 fails on it too on a mesh interface (batman-ifaces) and ignores it on "
-            f"another; ifupdown-ng sets a hard interface's with batctl hardif. The kernel's "
-            f"setting is the batadv generic netlink family's, which netcfg does not send yet")
+            f"ifupdown2 fails on it too; the kernel's setting is the batadv generic netlink "
+            f"family's, which netcfg sends only for batman-hop-penalty yet")
 
 
 # ifupdown-ng's mpls executor: `mpls-enable yes` writes net.mpls.conf.IF.input
