@@ -20,6 +20,7 @@ from netcfg.compile.ovs_allow import allow_ovs_bridges
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import INERT_NOTE_SYNTAXES, explain, inert_warning
 from netcfg.compile.values import parse_value, value_notes
+from netcfg.compile.vrrp import VRRP, vrrp_macvlans
 from netcfg.kinds import registry
 from netcfg.kinds.common import IPV6_MIN_MTU
 from netcfg.model.errors import Report, did_you_mean
@@ -63,15 +64,19 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     pending: dict[tuple[str, str, str], _Pending] = {}
     aliases: dict[str, str] = {}
     for stanza in resolve_inherits(parsed, report):
+        written = stanza.name
         stanza = tunnel_lines(_alias_on_base(stanza, aliases, report))
         if stanza.keyword == IFACE and any(a.name == "netmask" for a in stanza.attributes):
             _fold_netmask(stanza, report)
+        if written != stanza.name:
+            _label_alias_addresses(stanza, written)
         _merge(stanza, pending, report)
     to_pppd = _left_to_pppd(pending, report)
     _default_tunnel_source(pending)
     _bond_master_to_slaves(pending, report)
     allow_ovs_bridges(parsed, pending, report)
     virtual = _address_virtual_to_macvlans(pending, report)
+    virtual.update(_vrrp_to_macvlans(pending, report))
     builder = _ObjectBuilder(report)
     for p in pending.values():
         obj = builder.build(p)
@@ -139,6 +144,26 @@ def _address_virtual_to_macvlans(pending: dict, report: Report) -> dict:
             pending[(IFACE, p.netns, name)] = macvlan
             made[(p.netns, name)] = (p.netns, p.name)
         p.raws = kept
+    return made
+
+
+def _vrrp_to_macvlans(pending: dict, report: Report) -> dict:
+    """`vrrp ID ADDRESS...` on X: ifupdown2's VRRP macvlans (compile/vrrp.py).
+    Returns {macvlan key: X's key}, so each comes up with X."""
+    made: dict[tuple[str, str], tuple[str, str]] = {}
+    for p in list(pending.values()):
+        if p.section != IFACE or not any(r.name == VRRP for r in p.raws):
+            continue
+        p.raws, macvlans = vrrp_macvlans(p.name, p.raws, report)
+        for name, raws in macvlans.items():
+            if (IFACE, p.netns, name) in pending:
+                report.error(raws[0].loc, f"{p.name}: vrrp makes {name}, which is declared "
+                             f"too; rename that interface", VRRP)
+                continue
+            macvlan = _Pending(IFACE, name, p.netns, raws[0].loc, netns_loc=p.netns_loc)
+            macvlan.raws = raws
+            pending[(IFACE, p.netns, name)] = macvlan
+            made[(p.netns, name)] = (p.netns, p.name)
     return made
 
 
@@ -253,7 +278,9 @@ def _mac_octets(mac: str) -> str:
 # address and what ifupdown adds with it. Anything else (a link-type, an mtu)
 # makes it no alias, and its name is refused as a device name.
 ALIAS_ATTRIBUTES = frozenset({"address", "netmask", "broadcast", "network", "scope",
-                              "pointopoint", "gateway", "metric"})
+                              "pointopoint", "gateway", "metric",
+                              # its lines run with the base's (docs/compat.md)
+                              "pre-up", "up", "post-up", "pre-down", "down", "post-down"})
 
 
 def _alias_on_base(stanza: Stanza, aliases: dict[str, str], report: Report) -> Stanza:
@@ -271,6 +298,18 @@ def _alias_on_base(stanza: Stanza, aliases: dict[str, str], report: Report) -> S
     aliases[stanza.name] = base
     return Stanza(stanza.keyword, base, stanza.loc, stanza.family, stanza.method,
                   list(stanza.attributes))
+
+
+def _label_alias_addresses(stanza: Stanza, alias: str) -> None:
+    """An alias stanza's IPv4 addresses carry its name as their label
+    (`ip addr add A dev eth0:0 label eth0:0`; kinds/address_label.py);
+    IPv6 addresses have none."""
+    if stanza.family not in (None, "inet"):
+        return
+    labelled = [RawAttribute("address-label", f"{alias} {word}", raw.loc)
+                for raw in stanza.attributes if raw.name == "address"
+                for word in raw.value.split() if ":" not in word]
+    stanza.attributes.extend(labelled)
 
 
 def _fold_netmask(stanza: Stanza, report: Report) -> None:

@@ -393,7 +393,7 @@ class _Parser:
             return []
         if method == "auto" and family == "inet6":
             pass  # SLAAC: the kernel's accept_ra/autoconf defaults (docs/compat.md)
-        elif method == "tunnel" or (method == "v4tunnel" and family == "inet6"):
+        elif method == "tunnel" or (method in ("v4tunnel", "6to4") and family == "inet6"):
             pass  # ifupdown's tunnel methods: a tunnel kind (compile/legacy_tunnel.py)
         elif method == "ppp" and family == "inet":
             pass  # ifupdown's pon/poff: left to the ppp package (compile/build.py)

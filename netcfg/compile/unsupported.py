@@ -175,7 +175,7 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
         return _ng_use(value)
     if attribute == MPLS_ENABLE:
         return _mpls_enable(value)
-    if attribute == "vrrp" or attribute in _VRRP_NG:
+    if attribute in _VRRP_NG:
         return Unsupported(_VRRP, False)
     if attribute == "requires":
         return Unsupported("ifupdown-ng's ordering dependency (bring these up first): netcfg "
@@ -252,12 +252,10 @@ def _mpls_enable(value: str, conf_dir: str = MPLS_CONF) -> Unsupported:
 # ifupdown-ng's vrrp executor reads its lines as these (IF_VRRP_ID,
 # IF_VRRP_ADDRESS); its doc writes `vrrp ID ADDRESS...`, ifupdown2's spelling.
 _VRRP_NG = frozenset({"vrrp-id", "vrrp-address"})
-_VRRP = ("ifupdown2's addressvirtual addon (and ifupdown-ng's vrrp executor) makes a macvlan "
-         "per VRRP id and family for a VRRP daemon (FRR's vrrpd): MAC 00:00:5e:00:01:ID (IPv4) "
-         "or 00:00:5e:00:02:ID (IPv6), mode bridge, addrgenmode random, protodown on until the "
-         "daemon takes it, named after the interface's ifindex (vrrp4-IFINDEX-ID); netcfg does "
-         "not make them yet: declare each as a macvlan stanza (macvlan-raw-device, macvlan-mode "
-         "bridge, hwaddress 00:00:5e:00:01:ID, address)")
+_VRRP = ("ifupdown-ng's vrrp executor reads its settings as vrrp-id and vrrp-address, and "
+         "netcfg takes them in ifupdown2's spelling, one line a virtual router: write "
+         "'vrrp ID ADDRESS...' (vrrp 10 192.0.2.1 2001:db8::1), which makes the VRRP "
+         "daemon's macvlans (compile/vrrp.py)")
 
 
 def _ng_use(value: str) -> Unsupported:

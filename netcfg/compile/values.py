@@ -90,6 +90,30 @@ def parse_ip(word: str) -> str:
         raise ValueError(f"'{word}' is not an IPv4 or IPv6 address") from None
 
 
+def parse_address_label(text: str) -> str:
+    """``eth0:1 10.0.0.1/24`` (address-label: kinds/address_label.py):
+    the label, at most 15 bytes, and one IPv4 address."""
+    words = text.split()
+    if len(words) != 2:
+        raise ValueError(f"expected LABEL ADDRESS (eth0:1 192.0.2.1/24), got '{text}'")
+    label, word = words
+    if len(label.encode()) > 15:
+        raise ValueError(f"label '{label}' is longer than 15 bytes")
+    address = parse_address(word)
+    if ":" in address:
+        raise ValueError(f"'{word}' is IPv6: only IPv4 addresses have a label (IFA_LABEL)")
+    return f"{label} {address}"
+
+
+def parse_encap_limit(text: str) -> int | str:
+    """tunnel-encaplimit: `none` or 0-255 (`ip -6 tunnel add ... encaplimit`)."""
+    if text == "none":
+        return text
+    if not text.isdigit() or int(text) > 255:
+        raise ValueError(f"expected 0-255 (encapsulations left) or none, got '{text}'")
+    return int(text)
+
+
 def parse_range(word: str, low: int, high: int, what: str) -> str:
     """``100`` or ``100-200`` within [low, high], canonical text."""
     m = _RANGE.match(word)
@@ -373,8 +397,10 @@ SYNTAX: dict[str, Callable[[str], Any]] = {
     "lun": parse_lun,
     "size": parse_size,
     "string": parse_string,
+    "address-label": parse_address_label,
     "command": str,  # a shell command, kept as written (quotes are the shell's)
     "int-or-auto": lambda text: text if text == "auto" else parse_int(text),
+    "encap-limit": parse_encap_limit,
     "l2protocols": parse_l2protocols,
     "seconds": parse_milliseconds,
 }

@@ -44,6 +44,7 @@ from netcfg.netlink.read_parse import (DEFAULT_METRIC, S32, Link, RawRoute, getl
                                        parse_address, parse_bridge_vlans, parse_link, parse_route,
                                        port_vlan_attributes, route_attribute)
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
+from netcfg.kinds.address_label import ADDRESS_LABEL
 from netcfg.kinds.common import ADDRESS_METRIC
 from netcfg.kinds.tunnel_kinds import is_fallback_device
 from netcfg.kinds.vxlan import PHYSDEV, REMOTE, SVCNODE, VNI, VNIFILTER
@@ -408,7 +409,7 @@ def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]
     for parsed in addresses:
         if parsed is None:
             continue
-        index, address, _family, metric = parsed
+        index, address, _family, metric, label = parsed
         if index in loopbacks and address == IPV4_LOOPBACK:
             continue   # made by the kernel when lo comes up
         name = state.names.get(index)
@@ -417,6 +418,9 @@ def _read_addresses(sock: RtnlSocket, state: NamespaceState, loopbacks: set[int]
         if state.interfaces[name].kind == "sit" and _made_by_sit(address):
             continue
         state.interfaces[name].attrs.setdefault("address", []).append(address)
+        if label is not None and label != name:
+            state.interfaces[name].attrs.setdefault(ADDRESS_LABEL, []).append(
+                f"{label} {address}")
         state.counts.addresses += 1
         metrics[name] = min(metric, metrics.get(name, metric))
     for name, metric in metrics.items():

@@ -16,6 +16,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from netcfg.kinds import registry
+from netcfg.kinds.address_label import complete_labels
 from netcfg.kinds.base import LOWER, MASTER, PORT, ROUTE_DEV, Reference, Trait
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 
@@ -45,6 +46,7 @@ class Common(Trait):
                                     for a in addresses]
         elif netmask is not None:
             report.error(netmask_loc, f"{obj.label()}: netmask without an address", "netmask")
+        complete_labels(obj, report)
         _complete_legacy(obj, report)
         for route in obj.attrs.get("route", ()):
             route.setdefault("dev", obj.name)
@@ -495,6 +497,12 @@ def _check_gateway(obj: ConfigObject, attribute: str, route: dict, dev: ConfigOb
     where = obj.where(attribute)
     if dev.attrs.get("pointopoint") == str(gateway):
         return   # the kernel routes the peer through the device
+    if (gateway.version == 6 and int(gateway) >> 32 == 0 and dev.kind == "sit"
+            and dev.attrs.get("tunnel-endpoint") == "any"):
+        # An IPv4-compatible gateway (::192.88.99.1, ifupdown's 6to4) on a
+        # sit to any remote: the kernel gives the device ::LOCAL/96 and its
+        # prefix route (net/ipv6/addrconf.c, sit_add_v4_addrs).
+        return
     if route.get("onlink"):
         if attribute == "gateway":
             # Implied, as ifupdown2 adds every gateway onlink: a typo in the

@@ -33,7 +33,13 @@ from netcfg.model.model import ConfigObject
 
 MODE, ENDPOINT, LOCAL, TTL, TOS, DEV = ("tunnel-mode", "tunnel-endpoint", "tunnel-local",
                                        "tunnel-ttl", "tunnel-tos", "tunnel-dev")
-SETTINGS = (MODE, ENDPOINT, LOCAL, TTL, TOS)
+ENCAPLIMIT = "tunnel-encaplimit"
+# tunnel-endpoint any: a sit tunnel to every IPv4 host (remote any, the
+# kernel's 0.0.0.0): ifupdown's inet6 6to4 method, RFC 3056's relay-less
+# tunnel, whose IPv6 packets name their IPv4 destination. Only sit: the
+# other kinds would only receive.
+ANY, ANY_REMOTE_KIND = "any", "sit"
+SETTINGS = (MODE, ENDPOINT, LOCAL, TTL, TOS, ENCAPLIMIT)
 # tunnel-mode -> (the kernel's kind, the outer packets' IP version).
 MODES = {"gre": ("gre", 4), "gretap": ("gretap", 4), "ipip": ("ipip", 4), "sit": ("sit", 4),
          "vti": ("vti", 4), "ip6gre": ("ip6gre", 6), "ip6gretap": ("ip6gretap", 6),
@@ -43,6 +49,8 @@ MODES = {"gre": ("gre", 4), "gretap": ("gretap", 4), "ipip": ("ipip", 4), "sit":
 # the IPv6 kinds, whose hop limit is tunnel-ttl and which have no TOS.
 NO_TTL = frozenset({"vti", "vti6"})
 NO_TOS = frozenset({"vti", "vti6", "ip6gre", "ip6gretap", "ip6tnl"})
+# The kinds whose packets carry RFC 2473's encapsulation limit option.
+ENCAP_LIMIT_KINDS = frozenset({"ip6gre", "ip6gretap", "ip6tnl"})
 
 
 class Tunnel(Kind):
@@ -60,7 +68,7 @@ class Tunnel(Kind):
         for attribute, what in ((ENDPOINT, "the remote end's address"),
                                 (LOCAL, "this host's address")):
             text = obj.attrs.get(attribute)
-            if text is None:
+            if text is None or (attribute, text, kind) == (ENDPOINT, ANY, ANY_REMOTE_KIND):
                 continue
             try:
                 address = ipaddress.ip_address(text)
@@ -78,13 +86,21 @@ class Tunnel(Kind):
                 del obj.attrs[attribute]
                 continue
             obj.attrs[attribute] = str(address)
+        if obj.attrs.get(ENDPOINT) == ANY and LOCAL not in obj.attrs and LOCAL not in obj.locs:
+            report.error(obj.where(ENDPOINT), f"{obj.label()}: a sit tunnel to any remote "
+                         f"(6to4) needs 'tunnel-local ADDRESS' (ifupdown's local), the IPv4 "
+                         f"address its packets leave from", LOCAL)
         if ENDPOINT not in obj.attrs and ENDPOINT not in obj.locs:
             # ifupdown2 and ifupdown require it: a tunnel to anywhere
             # (remote any) is a receive-only device, not what these files mean.
             report.error(obj.where(MODE), f"{obj.label()}: a tunnel needs 'tunnel-endpoint "
                          f"ADDRESS' (ifupdown's endpoint), the remote end", ENDPOINT)
-        for attribute, kinds, why in ((TTL, NO_TTL, "an IPsec tunnel's packets get XFRM's"),
-                                      (TOS, NO_TOS, "only IPv4 tunnels have a TOS")):
+        for attribute, kinds, why in (
+                (TTL, NO_TTL, "an IPsec tunnel's packets get XFRM's"),
+                (TOS, NO_TOS, "only IPv4 tunnels have a TOS"),
+                (ENCAPLIMIT, {k for k, _ in MODES.values()} - ENCAP_LIMIT_KINDS,
+                 "only ip6gre, ip6gretap and ip6tnl (ip6ip6, ipip6, any) tunnels carry an "
+                 "encapsulation limit")):
             if attribute in obj.attrs and kind in kinds:
                 report.error(obj.where(attribute), f"{obj.label()}: {attribute} does nothing "
                              f"on tunnel-mode {mode}: {why}; remove it", attribute)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from netcfg.kinds.base import Kind
-from netcfg.kinds.tunnel import ENDPOINT, LOCAL, MODE, SETTINGS, TOS, TTL
-from netcfg.model.model import ConfigObject
+from netcfg.kinds.tunnel import (ANY, ANY_REMOTE_KIND, ENCAPLIMIT, ENDPOINT, LOCAL, MODE,
+                                  SETTINGS, TOS, TTL)
+from netcfg.model.model import ConfigObject, Model
 from netcfg.spec import group_attributes
 
 # The table's words (the schema's param) and the tunnel-* attribute of each.
@@ -24,6 +25,15 @@ PROTO = "proto"
 # `ip -6 tunnel add` gives IPv6 tunnels a hop limit of 64 (iproute2's
 # DEFAULT_TNL_HOP_LIMIT); the kernel alone would leave 0 (inherit).
 IPV6_HOP_LIMIT = 64
+# IPv6 tunnels' encapsulation limit (IFLA_*_ENCAP_LIMIT and the
+# IP6_TNL_F_IGN_ENCAP_LIMIT bit of IFLA_*_FLAGS, include/uapi/linux/ip6_tunnel.h):
+# iproute2 gives a new tunnel 4 (IPV6_DEFAULT_TNL_ENCAP_LIMIT), and
+# `encaplimit none` sets the flag (no option in the packets); the kernel
+# alone would leave 0.
+ENCAP_LIMIT, FLAGS = "encaplimit", "flags"
+IPV6_DEFAULT_TNL_ENCAP_LIMIT = 4
+IP6_TNL_F_IGN_ENCAP_LIMIT = 0x1
+NO_ENCAP_LIMIT = "none"
 UNSPECIFIED = frozenset({"0.0.0.0", "::"})
 # The devices the kernel makes in every namespace when a tunnel module loads
 # (each module's fallback device: it receives packets no other tunnel of its
@@ -42,7 +52,7 @@ def is_fallback_device(name: str, info_kind: str | None, attrs: dict) -> bool:
     named gre0 cannot exist next to the kernel's, and one with an endpoint
     is not the fallback device whatever its name."""
     return (info_kind is not None and FALLBACK_DEVICES.get(name) == info_kind
-            and ENDPOINT not in attrs and LOCAL not in attrs)
+            and attrs.get(ENDPOINT) in (None, ANY) and LOCAL not in attrs)
 
 
 class TunnelDevice(Kind):
@@ -60,6 +70,29 @@ class TunnelDevice(Kind):
             # No Ethernet header: nothing to bridge (gretap and ip6gretap are).
             self.traits = ("common",)
 
+    def check_model(self, model: Model, report) -> None:
+        """Two tunnels of this kind with the same local and remote addresses
+        in one namespace: the kernel keeps one (ip_tunnel_find,
+        ip6_tnl_locate, ip6gre_tunnel_find match on them, whatever the
+        mode: an ip6ip6 and an ipip6 collide) and refuses the second with
+        EEXIST. netcfg sends no key nor underlay device, the other parts of
+        the match."""
+        seen: dict[tuple, ConfigObject] = {}
+        for obj in model.interfaces.values():
+            if obj.kind != self.name or obj.implicit:
+                continue
+            ends = (obj.netns, obj.attrs.get(LOCAL, ANY), obj.attrs.get(ENDPOINT, ANY))
+            first = seen.setdefault(ends, obj)
+            if first is not obj:
+                report.error(obj.where(ENDPOINT),
+                             f"{obj.label()}: {first.name} ({first.where(ENDPOINT)}) is "
+                             f"{'an' if self.name[0] in 'aeiou' else 'a'} {self.name} tunnel "
+                             f"with the same local ({ends[1]}) and remote "
+                             f"({ends[2]}) addresses; the kernel keeps one tunnel of a kind "
+                             f"per pair and refuses the second (File exists). Give one "
+                             f"another tunnel-local or tunnel-endpoint, or remove one",
+                             ENDPOINT)
+
     def attribute_groups(self) -> tuple[str, ...]:
         return (self.name, "tunnel", *self.traits)
 
@@ -68,12 +101,20 @@ class TunnelDevice(Kind):
         return {spec.kernel.param: name for name, spec in group_attributes(self.name).items()}
 
     def create_params(self, obj: ConfigObject) -> dict[str, Any]:
-        """Equivalent to `ip [-6] tunnel add NAME mode MODE remote R local L ttl T tos S`."""
+        """Equivalent to `ip [-6] tunnel add NAME mode MODE remote R local L ttl T tos S
+        [encaplimit N|none]`."""
         params: dict[str, Any] = {}
+        limit = obj.attrs.get(ENCAPLIMIT, IPV6_DEFAULT_TNL_ENCAP_LIMIT)
         for param in self._table():
             attribute = WORDS.get(param)
-            if attribute in obj.attrs:
-                params[param] = obj.attrs[attribute]
+            if param == ENCAP_LIMIT:
+                params[param] = (IPV6_DEFAULT_TNL_ENCAP_LIMIT if limit == NO_ENCAP_LIMIT
+                                 else int(limit))
+            elif param == FLAGS:
+                params[param] = IP6_TNL_F_IGN_ENCAP_LIMIT if limit == NO_ENCAP_LIMIT else 0
+            elif attribute in obj.attrs:
+                if obj.attrs[attribute] != ANY:   # remote any: the kernel's when not sent
+                    params[param] = obj.attrs[attribute]
             elif param == "ttl" and self.ipv6:
                 params[param] = IPV6_HOP_LIMIT
             elif param == PROTO:
@@ -81,10 +122,22 @@ class TunnelDevice(Kind):
         return params
 
     def read_back(self, attrs: dict, notes: list[str], name: str) -> None:
-        for param, internal in self._table().items():
+        table = self._table()
+        if FLAGS in table:
+            flags = attrs.pop(table[FLAGS], None) or 0
+            limit = attrs.pop(table[ENCAP_LIMIT], None)
+            if flags & IP6_TNL_F_IGN_ENCAP_LIMIT:
+                attrs[ENCAPLIMIT] = NO_ENCAP_LIMIT
+            elif limit is not None:
+                attrs[ENCAPLIMIT] = limit
+        for param, internal in table.items():
+            if param in (FLAGS, ENCAP_LIMIT):
+                continue
             value = attrs.pop(internal, None)
             if param == PROTO:
                 attrs[MODE] = value or "any"
             elif value is not None and value not in UNSPECIFIED:
                 attrs[WORDS[param]] = value
         attrs.setdefault(MODE, self.mode)
+        if self.name == ANY_REMOTE_KIND:
+            attrs.setdefault(ENDPOINT, ANY)   # a 6to4 tunnel (tunnel.py)

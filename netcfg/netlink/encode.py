@@ -65,7 +65,8 @@ from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, RT
                                   AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_FLAGS_SELF, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-                                  IFA_ADDRESS, IFA_BROADCAST, IFA_LOCAL, IFA_RT_PRIORITY, IFF_UP,
+                                  IFA_ADDRESS, IFA_BROADCAST, IFA_LABEL, IFA_LOCAL,
+                                  IFA_RT_PRIORITY, IFF_UP,
                                   IFLA_AF_SPEC, IFLA_BRIDGE_FLAGS, IFLA_BRIDGE_VLAN_INFO,
                                   IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
@@ -428,12 +429,15 @@ def _address(op: Operation, ctx: EncodeContext) -> bytes:
         out += rtattr(IFA_BROADCAST, ipaddress.ip_address(op.params["broadcast"]).packed)
     if op.params.get("metric") is not None:
         out += rtattr_u32(IFA_RT_PRIORITY, op.params["metric"])
+    if op.params.get("label"):
+        # `ip addr add A dev IF label IF:1` (an ifupdown alias stanza's).
+        out += rtattr(IFA_LABEL, op.params["label"].encode() + b"\0")
     return out
 
 
 # "replace": the address is there already, with another metric
 # (plan/addresses.py _metric_changes): NLM_F_REPLACE changes it in place.
-ADDRESS_PARAMS = ("peer", "broadcast", "metric", "replace", "scope")
+ADDRESS_PARAMS = ("peer", "broadcast", "metric", "replace", "scope", "label")
 # rt_scope_t (linux/rtnetlink.h), by the names ip-address(8) takes.
 ADDRESS_SCOPES = {"global": 0, "site": 200, "link": 253, "host": 254}
 

@@ -16,6 +16,7 @@ What a value cannot say in the schema's terms is noted, not guessed.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import struct
 from dataclasses import dataclass, field
@@ -28,8 +29,8 @@ from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_VLAN_INFO
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
                                   DEVCONF_DISABLE_IPV6, IFADDRMSG, IFAPROT_KERNEL_LL,
-                                  IFAPROT_KERNEL_LO, IFAPROT_KERNEL_RA, IFA_ADDRESS, IFA_LOCAL,
-                                  IFA_PROTO, IFA_RT_PRIORITY, IFINFOMSG, IFLA_ADDRESS,
+                                  IFAPROT_KERNEL_LO, IFAPROT_KERNEL_RA, IFA_ADDRESS, IFA_LABEL,
+                                  IFA_LOCAL, IFA_PROTO, IFA_RT_PRIORITY, IFINFOMSG, IFLA_ADDRESS,
                                   IFLA_AF_SPEC,
                                   IFLA_BRIDGE_VLAN_INFO, IFLA_BRIDGE_VLAN_TUNNEL_FLAGS,
                                   IFLA_BRIDGE_VLAN_TUNNEL_ID, IFLA_BRIDGE_VLAN_TUNNEL_INFO,
@@ -51,7 +52,7 @@ LINK_WANTED = frozenset({IFLA_IFNAME, IFLA_MTU, IFLA_ADDRESS, IFLA_IFALIAS, IFLA
 _INFO_WANTED = frozenset({IFLA_INFO_KIND, IFLA_INFO_DATA, IFLA_INFO_SLAVE_KIND,
                           IFLA_INFO_SLAVE_DATA})
 _AF_INET6_WANTED = frozenset({IFLA_INET6_CONF, IFLA_INET6_ADDR_GEN_MODE})
-_ADDR_WANTED = frozenset({IFA_ADDRESS, IFA_LOCAL, IFA_PROTO, IFA_RT_PRIORITY})
+_ADDR_WANTED = frozenset({IFA_ADDRESS, IFA_LOCAL, IFA_PROTO, IFA_RT_PRIORITY, IFA_LABEL})
 _ROUTE_WANTED = frozenset({RTA_DST, RTA_SRC, RTA_OIF, RTA_GATEWAY, RTA_PRIORITY, RTA_TABLE,
                            RTA_MULTIPATH})
 # Addresses the kernel made itself (linux/if_addr.h IFAPROT_KERNEL_*).
@@ -100,6 +101,11 @@ def _mac(value: memoryview) -> str | None:
 
 def _ip(value: memoryview | bytes) -> str:
     raw = bytes(value)
+    if len(raw) == 16 and not any(raw[:10]):
+        # inet_ntop writes ::A.B.C.D and ::ffff:A.B.C.D in dotted form, where
+        # the config's side (ipaddress) writes hex: ::192.88.99.1, the 6to4
+        # relay gateway (compile/legacy_tunnel.py), is ::c058:6301 on both.
+        return str(ipaddress.IPv6Address(raw))
     return socket.inet_ntop(AF_INET if len(raw) == 4 else AF_INET6, raw)
 
 
@@ -254,9 +260,10 @@ def _devconf(conf: memoryview, wanted: tuple[tuple[int, str, bool], ...],
 
 # ---------------------------------------------------------------- addresses, routes
 
-def parse_address(payload: bytes | memoryview) -> tuple[int, str, int, int] | None:
+def parse_address(payload: bytes | memoryview) -> tuple[int, str, int, int, str | None] | None:
     """One RTM_NEWADDR -> (ifindex, "10.0.0.1/24", family, metric of its
-    prefix route: IFA_RT_PRIORITY, which the kernel sends only when not 0),
+    prefix route: IFA_RT_PRIORITY, which the kernel sends only when not 0,
+    IFA_LABEL or None),
     or None for an address the kernel made itself (IFA_PROTO kernel_lo/ra/ll)."""
     family, prefixlen, _flags, _scope, index = IFADDRMSG.unpack_from(payload)
     a = parse_attrs(payload, IFADDRMSG.size, _ADDR_WANTED)
@@ -268,7 +275,10 @@ def parse_address(payload: bytes | memoryview) -> tuple[int, str, int, int] | No
     if raw is None or len(raw) != _ADDR_LEN.get(family):
         return None
     metric = attr_u32(a[IFA_RT_PRIORITY]) if IFA_RT_PRIORITY in a else 0
-    return index, f"{_ip(raw)}/{prefixlen}", family, metric
+    # IPv4's label (`ip addr add ... label eth0:1`; the device's name unless
+    # given): kinds/address_label.py. The reader drops the device's own name.
+    label = attr_str(a[IFA_LABEL]) if IFA_LABEL in a else None
+    return index, f"{_ip(raw)}/{prefixlen}", family, metric, label
 
 
 @dataclass(frozen=True, slots=True)

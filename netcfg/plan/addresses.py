@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from netcfg.kinds.address_label import labels
 from netcfg.kinds.common import ADDRESS_METRIC
 from netcfg.model.model import ConfigObject
 from netcfg.plan.ops import ADDR_ADD, ADDR_DEL, Operation
@@ -45,6 +46,14 @@ def address_operations(obj: ConfigObject, cur: ConfigObject | None,
         had_addrs = [a for a in had_addrs
                      if a in want_addrs or ("6" if ":" in a else "4") not in dhcp_families]
     ops = []
+    want_labels, had_labels = labels(obj), labels(cur) if cur is not None else {}
+    if want_labels != had_labels:
+        # The kernel cannot relabel an address: one whose label differs is
+        # deleted and added again (kinds/address_label.py).
+        relabelled = {a for a in want_addrs if a in had_addrs
+                      and want_labels.get(a) != had_labels.get(a)}
+        had_addrs = [a for a in had_addrs if a not in relabelled]
+        ops.extend(Operation(ADDR_DEL, netns, name, a) for a in sorted(relabelled))
     if want_addrs != had_addrs:
         want_set, had_set = set(want_addrs), set(had_addrs)
         ops.extend(Operation(ADDR_DEL, netns, name, a)
@@ -64,14 +73,18 @@ def address_operations(obj: ConfigObject, cur: ConfigObject | None,
 def address_params(obj: ConfigObject, address: str) -> dict[str, Any]:
     """What an address-add carries besides the address: for IPv4 the peer
     (pointopoint) and the broadcast address, set when added, not compared
-    (the read side keeps the address itself, docs/compat.md); the metric of
-    its prefix route (address-metric), compared (_metric_changes)."""
+    (the read side keeps the address itself, docs/compat.md), and its label
+    (address-label), compared (address_operations); the metric of its
+    prefix route (address-metric), compared (_metric_changes)."""
     params = {}
     if ":" not in address:
         if "pointopoint" in obj.attrs:
             params["peer"] = obj.attrs["pointopoint"]
         if "broadcast" in obj.attrs:
             params["broadcast"] = obj.attrs["broadcast"]
+        label = labels(obj).get(address)
+        if label is not None:
+            params["label"] = label
     if obj.attrs.get(ADDRESS_METRIC):
         params["metric"] = obj.attrs[ADDRESS_METRIC]
     return params

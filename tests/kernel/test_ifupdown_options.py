@@ -130,14 +130,17 @@ def test_mpls_enable_without_mpls_in_the_kernel_is_a_warning_at_its_line(tmp_pat
     assert [d.severity for d in strict_errors(inert)] == ["error"]
 
 
-def test_vrrp_is_refused_with_what_to_write_instead(tmp_path):
+def test_ifupdown_ngs_vrrp_id_is_refused_with_the_vrrp_line_to_write(tmp_path):
+    """`vrrp ID ADDRESS...` makes the VRRP macvlans (tests/kernel/test_vrrp.py);
+    ifupdown-ng's executor variables vrrp-id/vrrp-address say the same in
+    two lines netcfg does not pair: refused with the one line to write."""
     text = ("auto eth0\niface eth0\n    address 192.0.2.2/24\n"
-            "    vrrp 10 192.0.2.1/24\n")
+            "    vrrp-id 10\n")
     with pytest.raises(ConfigInvalid) as refused:
         compiled(tmp_path, text)
     [error] = [d for d in refused.value.diagnostics if d.severity == "error"]
-    assert (error.loc.line, error.attribute) == (4, "vrrp")
-    assert "protodown" in error.message and "macvlan stanza" in error.message
+    assert (error.loc.line, error.attribute) == (4, "vrrp-id")
+    assert "vrrp ID ADDRESS" in error.message
 
 
 def test_no_scripts_skips_the_if_d_scripts_of_the_interfaces_it_names(tmp_path, session):

@@ -17,7 +17,7 @@ from netcfg.kernel.read import NamespaceState, build_interfaces, resolve_cross_n
 from netcfg.netlink.nlmsg import (AF_BRIDGE, AF_INET, AF_INET6, BR_BOOLOPT_MULTI, BRIDGE_VLAN_INFO,
                                   BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN,
                                   BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED,
-                                  DEVCONF_DISABLE_IPV6, IFA_ADDRESS, IFA_LOCAL, IFA_PROTO,
+                                  DEVCONF_DISABLE_IPV6, IFA_ADDRESS, IFA_LABEL, IFA_LOCAL, IFA_PROTO,
                                   IFA_RT_PRIORITY, IFAPROT_KERNEL_LL, IFAPROT_KERNEL_RA, IFF_UP,
                                   IFINFOMSG,
                                   IFLA_ADDRESS, IFLA_AF_SPEC, IFLA_BOND_AD_LACP_RATE,
@@ -233,12 +233,15 @@ def test_addresses_and_the_kernels_own():
     v6 = ipaddress.IPv6Address("2001:db8::1").packed
     ll = ipaddress.IPv6Address("fe80::1").packed
     assert parse_address(address(AF_INET, 24, 3, rtattr(IFA_ADDRESS, v4),
-                                 rtattr(IFA_LOCAL, v4))) == (3, "10.0.0.1/24", AF_INET, 0)
+                                 rtattr(IFA_LOCAL, v4))) == (3, "10.0.0.1/24", AF_INET, 0, None)
+    # Its label (an ifupdown alias stanza's: `ip addr add ... label eth0:1`).
+    assert parse_address(address(AF_INET, 24, 3, rtattr(IFA_ADDRESS, v4), rtattr(IFA_LOCAL, v4),
+                                 rtattr(IFA_LABEL, b"eth0:1\0")))[4] == "eth0:1"
     # Point-to-point: IFA_LOCAL is ours, IFA_ADDRESS the peer's.
     assert parse_address(address(AF_INET, 32, 3, rtattr(IFA_ADDRESS, peer),
                                  rtattr(IFA_LOCAL, v4)))[1] == "10.0.0.1/32"
     assert parse_address(address(AF_INET6, 64, 4, rtattr(IFA_ADDRESS, v6))) == (
-        4, "2001:db8::1/64", AF_INET6, 0)
+        4, "2001:db8::1/64", AF_INET6, 0, None)
     # The metric of its prefix route (`ip addr add ... metric 1024`: a VRR macvlan's).
     assert parse_address(address(AF_INET6, 64, 4, rtattr(IFA_ADDRESS, v6),
                                  rtattr_u32(IFA_RT_PRIORITY, 1024)))[3] == 1024

@@ -73,6 +73,8 @@ SYNTAX = {
     "lun": st.lists(st.tuples(st.integers(0, 255), ifname).map(
         lambda t: {"lun": t[0], "volume": t[1]}), min_size=1, max_size=2),
     "size": st.integers(1, 2**20).map(lambda n: n * 512),
+    "address-label": st.lists(st.tuples(ifname, ipv4).map(lambda t: f"{t[0]}:1 {t[1]}/24"),
+                              min_size=1, max_size=2),
     "string": st.from_regex(r"[A-Za-z0-9._-]{1,8}( [A-Za-z0-9._-]{1,8}){0,3}", fullmatch=True),
 }
 

@@ -249,3 +249,83 @@ def test_modules_loaded_before_the_read_make_no_ifindex_clash(session, tmp_path)
         assert apply(model_of(tmp_path, MODULE_CONFIG), session).requests == 0
     finally:
         subprocess.run(["ip", "link", "del", "keep0"], check=True)
+
+
+# Debian ifupdown's inet6 tunnel method with encaplimit (its
+# tests/linux/testcase.19) and its 6to4 method (testcase.9): what ifupdown
+# runs, `ip -6 tunnel add tunnel1 mode ip6ip6 remote R local L encaplimit
+# none` and `ip tunnel add tun6to4 mode sit remote any local L`, then the
+# address 2002:LOCAL::1/16 and the route 2000::/3 via ::192.88.99.1.
+IFUPDOWN_INET6 = textwrap.dedent("""\
+    auto tunnel1 tunnel3 g8 tun6to4
+    iface tunnel1 inet6 tunnel
+      address fd00::1
+      netmask 48
+      mode ip6ip6
+      endpoint 2001:db8::2
+      local 2001:db8::1
+      encaplimit none
+      gateway fd00::2
+
+    iface tunnel3 inet6 tunnel
+      address 192.0.2.1
+      netmask 24
+      mode ipip6
+      endpoint 2001:db8::2
+      local 2001:db8::3
+
+    iface g8 inet6 tunnel
+      mode ip6gre
+      endpoint 2001:db8::8
+      encaplimit 8
+
+    iface tun6to4 inet6 6to4
+      local 198.51.100.10
+      ttl 64
+      metric 7
+    """)
+
+
+def routes6(dev: str) -> list[dict]:
+    return json.loads(subprocess.run(["ip", "-6", "-j", "route", "show", "dev", dev],
+                                     check=True, capture_output=True, text=True).stdout)
+
+
+@VM_TIER
+def test_ifupdown_inet6_tunnel_encaplimit_and_6to4(session, tmp_path):
+    result = apply(model_of(tmp_path, IFUPDOWN_INET6), session)
+    assert result.verified
+    t1 = info("", "tunnel1")["linkinfo"]["info_data"]
+    assert t1["proto"] == "ip6ip6" and t1.get("ip6_tnl_f_ign_encap_limit") is True, t1
+    t3 = info("", "tunnel3")["linkinfo"]["info_data"]
+    assert t3["proto"] == "ipip6" and t3.get("encap_limit") == 4, t3   # iproute2's default
+    assert info("", "g8")["linkinfo"]["info_data"].get("encap_limit") == 8
+    sit = info("", "tun6to4")
+    assert sit["linkinfo"]["info_kind"] == "sit", sit
+    assert sit["linkinfo"]["info_data"]["remote"] == "any", sit
+    assert sit["linkinfo"]["info_data"]["local"] == "198.51.100.10", sit
+    addrs = json.loads(subprocess.run(["ip", "-6", "-j", "addr", "show", "dev", "tun6to4"],
+                                      check=True, capture_output=True, text=True).stdout)
+    assert ("2002:c633:640a::1", 16) in {(a["local"], a["prefixlen"])
+                                         for a in addrs[0]["addr_info"]}, addrs
+    assert [(r["dst"], r.get("gateway"), r.get("metric")) for r in routes6("tun6to4")
+            if r["dst"] == "2000::/3"] == [("2000::/3", "::192.88.99.1", 7)]
+
+    shown = emit_model(session.read([""]), running=True, netns_mark=NETNS_MARK)
+    assert "tunnel-encaplimit none" in shown and "tunnel-endpoint any" in shown, shown
+    again = apply(compile_config(ConfigSource(path="-", stdin_text=shown)).model, session)
+    assert again.verified and again.requests == 0, [op.describe() for op in again.plan.operations]
+    assert apply(model_of(tmp_path, IFUPDOWN_INET6), session).requests == 0
+
+    # Drift: the 6to4 route deleted by hand comes back; an encaplimit
+    # changed by hand (ip -6 tunnel change) re-creates the tunnel as written.
+    subprocess.run(["ip", "-6", "route", "del", "2000::/3", "dev", "tun6to4"], check=True)
+    subprocess.run(["ip", "-6", "tunnel", "change", "tunnel1", "mode", "ip6ip6", "remote",
+                    "2001:db8::2", "local", "2001:db8::1", "encaplimit", "3"], check=True)
+    assert info("", "tunnel1")["linkinfo"]["info_data"].get("encap_limit") == 3
+    repaired = apply(model_of(tmp_path, IFUPDOWN_INET6), session)
+    assert repaired.verified and repaired.requests > 0
+    assert info("", "tunnel1")["linkinfo"]["info_data"].get("ip6_tnl_f_ign_encap_limit") is True
+    assert [r["gateway"] for r in routes6("tun6to4") if r["dst"] == "2000::/3"] == \
+        ["::192.88.99.1"]
+    assert apply(model_of(tmp_path, IFUPDOWN_INET6), session).requests == 0

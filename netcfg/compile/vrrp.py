@@ -1,0 +1,114 @@
+"""`vrrp ID ADDRESS...` (ifupdown2's addressvirtual addon; ifupdown-ng's
+vrrp executor): the macvlans a VRRP daemon (FRR's vrrpd) sends and answers
+from, as ifupdown2 makes them, one per VRRP id and address family:
+
+    auto eth0
+    iface eth0
+        address 192.168.10.2/24
+        vrrp 10 192.168.10.1 fc00:192:168:10::1
+
+is eth0 plus, up with it (as `show` prints them):
+
+    iface vrrp4-eth0-10                  iface vrrp6-eth0-10
+        macvlan-raw-device eth0              macvlan-raw-device eth0
+        macvlan-mode bridge                  macvlan-mode bridge
+        hwaddress 00:00:5e:00:01:0a          hwaddress 00:00:5e:00:02:0a
+        address 192.168.10.1/32              address fc00:192:168:10::1/128
+        address-metric 1024                  address-metric 1024
+        accept-dad 0                         accept-dad 0
+        dad-transmits 0                      dad-transmits 0
+        addr-gen-mode none                   addr-gen-mode random
+
+RFC 5798's virtual router MACs; an address without a prefix is a host
+address (ifupdown2's IPNetwork); IPv4's macvlan needs no link-local
+(addrgenmode none), IPv6's sends its hellos from a random one. Several
+lines with one id add to its macvlans. eth0's vrf and mtu go to them, as
+for address-virtual (compile/build.py VRR_SETTINGS).
+
+Names: ifupdown2 names them vrrp4-IFINDEX-ID after eth0's ifindex, which
+the kernel gives eth0 when it is made; netcfg names every device at
+compile time, before any kernel is read, and a name that changed with the
+parent's ifindex would re-create the macvlans whenever eth0 is re-created.
+So netcfg writes the parent's name, vrrp4-eth0-10, and where that passes
+the kernel's 15 bytes, the first hex digits of the name's SHA-1 instead
+(vrrp4-3f2a9c-10). FRR's vrrpd finds its macvlan by lower device and MAC,
+not by name (docs/compat.md says what that means for a host ifupdown2 set
+up).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+
+from netcfg.compile.syntax import RawAttribute
+from netcfg.model.errors import Report
+
+VRRP = "vrrp"
+IFNAMSIZ = 16
+# The VRR settings address-virtual gives its macvlans, less the mode.
+SETTINGS = (("address-metric", "1024"), ("accept-dad", "0"), ("dad-transmits", "0"))
+# addrgenmode: IPv4's macvlan needs no link-local; IPv6's hellos need one.
+ADDR_GEN_MODE = {4: "none", 6: "random"}
+# RFC 5798's virtual router MAC: 00:00:5e:00:01:ID (IPv4), 00:00:5e:00:02:ID (IPv6).
+MAC_FAMILY = {4: "01", 6: "02"}
+IPV6_MIN_MTU = 1280
+
+
+def vrrp_name(parent: str, family: int, vrid: int) -> str:
+    """vrrpF-PARENT-ID, or with a hash of PARENT where that is too long."""
+    name = f"vrrp{family}-{parent}-{vrid}"
+    if len(name.encode()) < IFNAMSIZ:
+        return name
+    room = IFNAMSIZ - 1 - len(f"vrrp{family}--{vrid}")
+    return f"vrrp{family}-{hashlib.sha1(parent.encode()).hexdigest()[:room]}-{vrid}"
+
+
+def vrrp_macvlans(name: str, raws: list[RawAttribute], report: Report
+                  ) -> tuple[list[RawAttribute], dict[str, list[RawAttribute]]]:
+    """(the stanza's lines less its vrrp lines, {macvlan name: its lines})."""
+    kept: list[RawAttribute] = []
+    made: dict[str, list[RawAttribute]] = {}
+    inherited = [r for r in raws if r.name in ("vrf", "mtu")]
+    mtus = [r.value for r in inherited if r.name == "mtu"]
+    # Below 1280 the kernel has no IPv6 on the device, and no DAD sysctls.
+    below_ipv6_mtu = bool(mtus) and mtus[-1].isdigit() and int(mtus[-1]) < IPV6_MIN_MTU
+    for raw in raws:
+        if raw.name != VRRP:
+            kept.append(raw)
+            continue
+        words = raw.value.split()
+        if len(words) < 2 or not words[0].isdigit() or not 1 <= int(words[0]) <= 255:
+            report.error(raw.loc, f"{name}: vrrp needs a virtual router id (1-255) and its "
+                         f"addresses, as in 'vrrp 10 192.0.2.1 2001:db8::1'; got "
+                         f"'{raw.value}'", VRRP)
+            continue
+        vrid = int(words[0])
+        report.warning(raw.loc, f"{name}: vrrp {vrid}: netcfg makes its macvlans up, without "
+                       f"the protodown on ifupdown2 gives them at creation: until the VRRP "
+                       f"daemon (FRR's vrrpd) takes them, this host answers for the virtual "
+                       f"addresses too. Start the daemon with the interface", VRRP)
+        by_family: dict[int, list[str]] = {}
+        for word in words[1:]:
+            try:
+                address = ipaddress.ip_interface(word)
+            except ValueError:
+                report.error(raw.loc, f"{name}: vrrp {vrid}: '{word}' is not an IPv4 or IPv6 "
+                             f"address", VRRP)
+                continue
+            by_family.setdefault(address.version, []).append(str(address))
+        for family, addresses in by_family.items():
+            macvlan = vrrp_name(name, family, vrid)
+            lines = made.get(macvlan)
+            if lines is None:
+                lines = made[macvlan] = [
+                    RawAttribute("macvlan-raw-device", name, raw.loc),
+                    RawAttribute("macvlan-mode", "bridge", raw.loc),
+                    RawAttribute("hwaddress", f"00:00:5e:00:{MAC_FAMILY[family]}:{vrid:02x}",
+                                 raw.loc),
+                    *(RawAttribute(r.name, r.value, raw.loc) for r in inherited),
+                    *(RawAttribute(a, v, raw.loc) for a, v in SETTINGS
+                      if a == "address-metric" or not below_ipv6_mtu),
+                    RawAttribute("addr-gen-mode", ADDR_GEN_MODE[family], raw.loc)]
+            lines.append(RawAttribute("address", " ".join(addresses), raw.loc))
+    return kept, made
