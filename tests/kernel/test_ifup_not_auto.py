@@ -7,6 +7,8 @@ route of a device the file keeps down is not installed, not refused."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -86,3 +88,43 @@ def test_show_of_eth0_brought_up_applies_with_no_request(eth0, session, tmp_path
     assert "route 0.0.0.0/0 via 192.168.1.1 dev eth0" in shown and "auto eth0" in shown
     again = apply(compile_config(ConfigSource(path="-", stdin_text=shown)).model, session)
     assert again.verified and again.requests == 0
+
+
+IFUPDOWN2_RUN = """\
+set -u
+mount --make-rprivate /
+mount -t sysfs none /sys
+for d in /run /var/tmp; do mount -t tmpfs -o mode=0755 peer $d; done
+mkdir -p /run/network /var/tmp/network
+ip link set lo up
+ip link add eth0 type veth peer name eth0-peer; ip link set eth0-peer up
+for step in "-a" "eth0"; do
+    ifup -i "$1" $step >/dev/null 2>&1; echo "rc $?"
+    ip -j addr show dev eth0; ip -j route show default
+done
+"""
+
+
+@pytest.mark.skipif(shutil.which("ifup") is None or not Path("/usr/share/ifupdown2").is_dir(),
+                    reason="Debian's ifupdown2 is not installed")
+@pytest.mark.parametrize("prefix", ["", LO], ids=["as-published", "with-auto-lo"])
+def test_ifupdown2_itself_does_the_same(tmp_path, prefix):
+    """The peer, in fresh network and mount namespaces of its own: `ifup -a`
+    leaves eth0 down without an address, `ifup eth0` brings both."""
+    path = tmp_path / "interfaces"
+    path.write_text(prefix + ETH0.read_text())
+    script = tmp_path / "run.sh"
+    script.write_text(IFUPDOWN2_RUN)
+    out = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "bash",
+                          str(script), str(path)], capture_output=True, text=True,
+                         timeout=300).stdout.splitlines()
+    out = [line for line in out if line.strip()]
+    steps = [out[i:i + 3] for i in range(0, 6, 3)]
+    after_all, after_eth0 = ([line[0].split()[1], json.loads(line[1]), json.loads(line[2])]
+                             for line in steps)
+    assert after_all[1][0]["operstate"] == "DOWN" and after_all[2] == []
+    assert not [a for a in after_all[1][0]["addr_info"] if a["family"] == "inet"]
+    assert after_eth0[0] == "0"
+    assert [f"{a['local']}/{a['prefixlen']}" for a in after_eth0[1][0]["addr_info"]
+            if a["family"] == "inet"] == ["192.168.1.20/24"]
+    assert [(r["gateway"], r["dev"]) for r in after_eth0[2]] == [("192.168.1.1", "eth0")]
