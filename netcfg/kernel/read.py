@@ -534,7 +534,11 @@ def read_model(sockets: Mapping[str, RtnlSocket],
                                     foreign_routes=netns in foreign_routes)
               for netns, sock in sockets.items()}
     nsid_of = _nsid_lookup(sockets, netns_fd) if netns_fd is not None else None
-    resolve_cross_namespace(states, nsids, nsid_of)
+    # The host's nsids of the namespaces its veths reach, learnt while
+    # resolving them: asking the host for each would walk its whole nsid
+    # table per namespace (N^2 steps at 10,000 namespaces).
+    host_view: dict[str, int] = {}
+    resolve_cross_namespace(states, nsids, nsid_of, host_view)
 
     model = Model()
     root_view = {name: nsid for nsid, name in nsids.get(ROOT_NETNS, {}).items()}
@@ -548,7 +552,7 @@ def read_model(sockets: Mapping[str, RtnlSocket],
         if netns != ROOT_NETNS:
             obj = ConfigObject(section=NETNS, name=netns, kind=NETNS,
                                loc=SourceLocation("<kernel>", 0))
-            nsid = root_view.get(netns)
+            nsid = root_view.get(netns, host_view.get(netns))
             if nsid is None and nsid_of is not None and ROOT_NETNS in sockets:
                 nsid = nsid_of(ROOT_NETNS, netns)
             if nsid is not None:
@@ -573,14 +577,33 @@ def _nsid_lookup(sockets: Mapping[str, RtnlSocket],
 
 def resolve_cross_namespace(states: dict[str, NamespaceState],
                             nsids: Mapping[str, Mapping[int, str]],
-                            nsid_of: Callable[[str, str], int | None] | None = None) -> None:
-    """Name the devices ``pending`` references point at (see read_model)."""
+                            nsid_of: Callable[[str, str], int | None] | None = None,
+                            host_view: dict[str, int] | None = None) -> None:
+    """Name the devices ``pending`` references point at (see read_model).
+    ``host_view`` gets the host's nsid of each namespace a host veth was
+    resolved into (that veth's IFLA_LINK_NETNSID)."""
     # Veths pointing out of their namespace, by (own ifindex, IFLA_LINK).
     crossing: dict[tuple[int, int], list[str]] = {}
+    veth_refs: dict[tuple[str, int], CrossRef] = {}   # (netns, ifindex) -> its pending ref
     for netns, state in states.items():
         for ref in state.pending:
             if ref.kind == "veth":
                 crossing.setdefault((ref.ifindex, ref.link), []).append(netns)
+                veth_refs[(netns, ref.ifindex)] = ref
+
+    def peer_points_back(netns: str, ref: CrossRef, candidate: str) -> bool:
+        """Exactly whether ``ref`` (a veth in ``netns``) is the peer of the veth
+        at its IFLA_LINK in ``candidate``, asked in the candidate's view: that
+        veth's IFLA_LINK is ref's ifindex, and its IFLA_LINK_NETNSID is
+        ``netns``'s nsid there; veth peering is one-to-one, so then ref's peer
+        is that veth. The host's view holds an nsid for every namespace, and
+        the kernel walks all of them per question (__peernet2id); a tenant's
+        holds a few."""
+        assert nsid_of is not None
+        back = veth_refs.get((candidate, ref.link))
+        if back is None or back.link != ref.ifindex:
+            return False
+        return nsid_of(candidate, netns) == back.nsid
 
     def pointing_back(netns: str, ifindex: int, link: int) -> list[str]:
         """Namespaces (but netns) with a veth at ifindex ``link`` whose IFLA_LINK is ``ifindex``."""
@@ -596,7 +619,9 @@ def resolve_cross_namespace(states: dict[str, NamespaceState],
                 else:
                     candidates = [c for c, other in states.items()
                                   if c != netns and ref.link in other.names]
-                if nsid_of is not None:
+                if nsid_of is not None and ref.kind == "veth" and netns == ROOT_NETNS:
+                    candidates = [c for c in candidates if peer_points_back(netns, ref, c)]
+                elif nsid_of is not None:
                     candidates = [c for c in candidates if nsid_of(netns, c) == ref.nsid]
                 elif ref.kind != "veth" or len(candidates) != 1 or \
                         len(pointing_back(candidates[0], ref.link, ref.ifindex)) != 1:
@@ -613,4 +638,7 @@ def resolve_cross_namespace(states: dict[str, NamespaceState],
                 continue
             obj.attrs[ref.attribute] = target
             obj.attrs[ref.netns_attribute] = target_ns
+            if host_view is not None and nsid_of is not None and netns == ROOT_NETNS \
+                    and ref.kind == "veth":
+                host_view.setdefault(target_ns, ref.nsid)
         state.pending = unresolved
