@@ -70,6 +70,13 @@ import state as kstate  # noqa: E402  (tests/compat/state.py: read back and norm
 # committed snapshot while others edit the tree.
 NETCFG = shlex.split(os.environ.get("NETCFG", str(REPO / ".venv" / "bin" / "netcfg")))
 IFUPDOWN2_ROOT = Path(os.environ.get("IFUPDOWN2_ROOT", REPO / ".cache" / "ifupdown2"))
+# Debian's ifupdown 0.8 (`apt-get download ifupdown`, unpacked) and the packages whose
+# /etc/network/if-*.d hooks make what ifupdown itself does not: bridge-utils (bridge_ports),
+# vlan (eth0.10, vlan-raw-device) and ifenslave (bond-*), unpacked into one directory
+# (tests/compat/peers.py's docstring says how). Never installed.
+IFUPDOWN_ROOT = Path(os.environ.get("IFUPDOWN_ROOT", REPO / ".cache" / "ifupdown"))
+IFUPDOWN_HOOKS_ROOT = Path(os.environ.get("IFUPDOWN_HOOKS_ROOT",
+                                          REPO / ".cache" / "ifupdown-hooks"))
 MAKO_PATH = REPO / ".cache" / "compat-python" / "usr" / "lib" / "python3" / "dist-packages"
 INSTALLED_CONF = Path("/etc/network/ifupdown2/ifupdown2.conf")
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -174,10 +181,15 @@ def host_kinds() -> set[str]:
     return set(proc.stdout.split())
 
 
-def write_spec(work: str, tool: str, path: Path, ports: list[str], takeover: bool) -> str:
+def write_spec(work: str, tool: str, path: Path, ports: list[str], takeover: bool,
+               by_name: list[str] | None = None, peer_tools: bool = False) -> str:
     """What the inner half runs, written into WORK; the caller's namespaces go with it, so
-    the inner half can refuse to run unless its own differ."""
+    the inner half can refuse to run unless its own differ. BY_NAME: the stanzas a peer
+    brings up by name instead of `ifup -a` (a file without `auto`). PEER_TOOLS: the
+    tools a host with bridge-utils and vlan has (/sbin/brctl, /sbin/vconfig), for the
+    peers' apply verdict (files that call them in their pre-up lines)."""
     spec = {"tool": tool, "file": str(path.resolve()), "ports": ports, "work": work,
+            "by_name": by_name or [], "peer_tools": peer_tools,
             "takeover": takeover, "outer_net": os.stat("/proc/self/ns/net").st_ino,
             "outer_mnt": os.stat("/proc/self/ns/mnt").st_ino}
     spec_path = os.path.join(work, "spec.json")
@@ -185,10 +197,12 @@ def write_spec(work: str, tool: str, path: Path, ports: list[str], takeover: boo
     return spec_path
 
 
-def sandbox(tool: str, path: Path, ports: list[str], takeover: bool) -> dict:
+def sandbox(tool: str, path: Path, ports: list[str], takeover: bool,
+            by_name: list[str] | None = None, peer_tools: bool = False) -> dict:
     """Run the inner half in fresh namespaces; return what it wrote."""
     with tempfile.TemporaryDirectory(prefix="netcfg-compat-") as work:
-        spec_path = write_spec(work, tool, path, ports, takeover)
+        os.chmod(work, 0o755)
+        spec_path = write_spec(work, tool, path, ports, takeover, by_name, peer_tools)
         proc = subprocess.run(["unshare", "--net", "--mount", "--propagation", "private", "--",
                                sys.executable, __file__, "--inner", spec_path],
                               capture_output=True, text=True, timeout=TIMEOUT)
@@ -217,13 +231,22 @@ def _run_top(name: str, path: Path, text: str, kinds: set[str] | None, plan_of,
     plan = plan_of(path)
     if plan is None:
         return Outcome(name, "refused", "netcfg check refuses it")
-    missing = needed_kinds(plan) - (kinds if kinds is not None else host_kinds())
+    import peers
+    # What the file's own hook lines need (batman-adv's module, mpls, a tunnel made by
+    # `ip tunnel add`): netcfg's plan does not see them.
+    extra = peers.kinds_from_text(text) & {"batman-adv", "mpls", "tunnel"}
+    missing = (needed_kinds(plan) | extra) - (kinds if kinds is not None else host_kinds())
     if missing:
         return Outcome(name, "vm-tier", "host kernel lacks " + ", ".join(sorted(missing)))
-    ports = physical_ports(plan)
+    # A device the file's own pre-up line makes (`brctl addbr $IFACE`) is no NIC of the
+    # host: no stand-in for it (netcfg's plan cannot tell it from one).
+    ports = [n for n in physical_ports(plan) if n not in peers.made_by_hooks(text)]
     before = set(os.listdir(HOST_NETNS_DIR)) if os.path.isdir(HOST_NETNS_DIR) else set()
-    ifu = start("ifupdown2", path, ports, takeover=True)
-    ncf = start("netcfg", path, ports, takeover=False)
+    # Both sandboxes have brctl and vconfig where the file calls them (a host with
+    # bridge-utils and vlan, as such a file's author had).
+    tools = bool(re.search(r"\b(brctl|vconfig)\b", text))
+    ifu = start("ifupdown2", path, ports, takeover=True, peer_tools=tools)
+    ncf = start("netcfg", path, ports, takeover=False, peer_tools=tools)
     after = set(os.listdir(HOST_NETNS_DIR)) if os.path.isdir(HOST_NETNS_DIR) else set()
     if after - before:
         raise RuntimeError(f"the host's {HOST_NETNS_DIR} gained {sorted(after - before)}")
@@ -339,6 +362,74 @@ def _prepare_ifupdown2(spec: dict) -> list[str]:
     return [SYSTEM_PYTHON, str(bindir / "ifup")]
 
 
+def _overlay(lower: str, adds: list[Path]) -> None:
+    """ADDS (files, directories) seen in LOWER through an overlay whose upper layer is
+    this sandbox's tmpfs (/run/compat): the host's LOWER is not written."""
+    upper = Path("/run/compat", "overlay" + lower.replace("/", "-"))
+    (upper / "up").mkdir(parents=True)
+    (upper / "work").mkdir()
+    for src in adds:
+        if src.is_dir():
+            shutil.copytree(src, upper / "up" / src.name, symlinks=True)
+        elif src.exists():
+            shutil.copy2(src, upper / "up" / src.name)
+    _sh("mount", "-t", "overlay", "overlay", "-o",
+        f"lowerdir={lower},upperdir={upper / 'up'},workdir={upper / 'work'}", lower)
+
+
+PEER_SBIN = ("brctl", "vconfig")
+
+
+def _prepare_ifupdown(spec_file: str) -> list[str]:
+    """Make this sandbox look like a Debian host with ifupdown, bridge-utils, vlan and
+    ifenslave installed: their /etc/network/if-*.d hooks in /etc (the sandbox's
+    overlay), /lib/ifupdown and /lib/bridge-utils, /sbin/brctl through overlays of
+    /usr/lib and /usr/sbin whose upper layers are this sandbox's tmpfs. Returns ifup."""
+    ifup = IFUPDOWN_ROOT / "sbin" / "ifup"
+    hooks = IFUPDOWN_HOOKS_ROOT
+    if not ifup.exists() or not (hooks / "sbin" / "brctl").exists():
+        raise RuntimeError(f"{ifup} or {hooks}/sbin/brctl missing: see tests/compat/peers.py")
+    _overlay("/usr/lib", [IFUPDOWN_ROOT / "lib" / "ifupdown", hooks / "lib" / "bridge-utils"])
+    # ifenslave's hook asks `ifquery` and `ifup` (from PATH, reading
+    # /etc/network/interfaces) about the bond's master: ifupdown's, and the file.
+    _overlay("/usr/sbin", [*(hooks / "sbin" / t for t in PEER_SBIN),
+                           *(IFUPDOWN_ROOT / "sbin" / t for t in ("ifup", "ifquery", "ifdown"))])
+    interfaces = Path("/etc/network/interfaces")
+    if interfaces.exists() or interfaces.is_symlink():
+        interfaces.unlink()
+    interfaces.symlink_to(spec_file)
+    for phase in ("pre-up", "up", "down", "post-down"):
+        target = Path(f"/etc/network/if-{phase}.d")
+        if target.exists():     # the host's own hooks are not the peer's
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        src = hooks / "etc" / "network" / f"if-{phase}.d"
+        for hook in (sorted(src.iterdir()) if src.is_dir() else []):
+            (target / hook.name).symlink_to(os.readlink(hook)) if hook.is_symlink() \
+                else shutil.copy2(hook, target / hook.name)
+    return [str(ifup)]
+
+
+def _run_ifupdown(ifup: list[str], spec: dict, env: dict,
+                  run) -> subprocess.CompletedProcess:
+    """Debian's networking.service with ifupdown: `ifup -a`, then udev's `ifup
+    --allow=hotplug IFACE` of each allow-hotplug stanza whose device exists; a file
+    without `auto` (a fragment) by its stanzas' names."""
+    names = spec.get("by_name") or []
+    first = run([*ifup, "-i", spec["file"], *(names or ["-a"])], env, TIMEOUT - 30)
+    log = first.stdout + first.stderr
+    listed = run([str(Path(ifup[0]).with_name("ifquery")), "-i", spec["file"], "--list",
+                  "--allow=hotplug"], env, 60) if not names else None
+    hotplug = [n for n in (listed.stdout.split() if listed and listed.returncode == 0 else [])
+               if os.path.exists(f"/sys/class/net/{n.split(':')[0]}")]
+    rc = first.returncode
+    if hotplug:
+        second = run([*ifup, "-i", spec["file"], "--allow=hotplug", *hotplug], env, TIMEOUT - 30)
+        log += f"--- ifup --allow=hotplug {' '.join(hotplug)}\n" + second.stdout + second.stderr
+        rc = rc or second.returncode
+    return subprocess.CompletedProcess(first.args, rc, log, "")
+
+
 def run_command(argv: list[str], env: dict | None = None,
                 timeout: float | None = None) -> subprocess.CompletedProcess:
     """How the inner half runs ifupdown2 and netcfg: a new process each."""
@@ -422,11 +513,20 @@ def _inner_run(spec: dict, run, leasing: list[str]) -> int:
         env["PYTHONPATH"] = str(MAKO_PATH)
     elif spec["tool"] == "netcfg":
         argv = netcfg_argv("apply", "-c", spec["file"])
+    elif spec["tool"] == "ifupdown":
+        argv = _prepare_ifupdown(spec["file"])
     else:
         argv = ["true"]     # "none": the sandbox alone, for the harness's own test
+    if spec.get("peer_tools") and spec["tool"] != "ifupdown":   # ifupdown's has them
+        _overlay("/usr/sbin", [IFUPDOWN_HOOKS_ROOT / "sbin" / t for t in PEER_SBIN])
     start = time.monotonic()
-    if spec["tool"] == "ifupdown2":
+    if spec["tool"] == "ifupdown2" and spec.get("by_name"):
+        # A fragment (no `auto`): ifup of its stanzas by name, as peers.py checks it.
+        proc = run([*argv, *spec["by_name"]], env, TIMEOUT - 30)
+    elif spec["tool"] == "ifupdown2":
         proc = _run_ifupdown2(argv, env, run, Path(spec["file"]).read_text())
+    elif spec["tool"] == "ifupdown":
+        proc = _run_ifupdown(argv, spec, env, run)
     else:
         proc = run(argv, env, TIMEOUT - 30)
     unleased = dhcp_peer.wait_for_leases(leasing)
@@ -502,6 +602,7 @@ def update_expectation(outcomes: list[Outcome]) -> None:
     for o in outcomes:
         recorded[o.file] = {"status": o.status, "detail": o.detail,
                             "differences": o.differences,
+                            "unexplained": unexplained(o),
                             "takeover_disruptive": len(o.takeover_disruptive),
                             "slow": max(o.seconds.values(), default=0) > SLOW_S}
     EXPECTATION.write_text(json.dumps(expectation, indent=1, sort_keys=True) + "\n")
@@ -528,6 +629,16 @@ def explained(o: Outcome) -> dict[str, str]:
                                   text=True, timeout=120)
             text = proc.stdout if proc.returncode == 0 else text
     return explain(o.differences, text, o.ifupdown2_log or "")
+
+
+def unexplained(o: Outcome) -> list[str]:
+    """O's differences that are not listed as deliberate (nor ifupdown2's own refusal or
+    bug, nor no setting): the ones issue 22's "same state" does not allow; a difference
+    explain names as a netcfg bug is one of them."""
+    if not o.differences:
+        return []
+    why = explained(o)
+    return [d for d in o.differences if d not in why or why[d].startswith("netcfg bug")]
 
 
 def render(outcomes: list[Outcome]) -> str:
@@ -587,6 +698,11 @@ def read_outcomes(paths: list[Path]) -> list[Outcome]:
     return list(found.values())
 
 
+def write_doc_rows(outcomes: list[Outcome]) -> None:
+    import vm_differential      # its row merge, with this table's markers
+    vm_differential.write_doc_rows(outcomes, DOC_BEGIN, DOC_END)
+
+
 def write_doc(text: str) -> None:
     doc = DOC.read_text()
     if DOC_BEGIN not in doc or DOC_END not in doc:
@@ -610,6 +726,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="every file expectation.json lists as accepted, and cases/")
     ap.add_argument("--update-expectation", action="store_true")
     ap.add_argument("--doc", action="store_true", help="write the table into docs/compat.md")
+    ap.add_argument("--doc-rows", action="store_true",
+                    help="put these files' rows in place of theirs in docs/compat.md's table "
+                         "(a new file gets a row), and recount")
+    ap.add_argument("--unrecorded", action="store_true",
+                    help="the accepted corpus files expectation.json has no differential "
+                         "record of (newly accepted, new sources)")
     ap.add_argument("--from-outcomes", metavar="JSONL", type=Path, nargs="+",
                     help="run nothing: take the outcomes saved by earlier runs "
                          f"({OUTCOMES.relative_to(REPO)}) for --doc and --update-expectation")
@@ -623,7 +745,14 @@ def main(argv: list[str] | None = None) -> int:
             update_expectation(outcomes)
         if args.doc:
             write_doc(render(outcomes))
+        if args.doc_rows:
+            write_doc_rows(outcomes)
         return 0
+    if args.unrecorded:
+        recorded = json.loads(EXPECTATION.read_text()).get("differential", {})
+        args.files += [p for p in accepted_files()
+                       if str(p.relative_to(HERE / "corpus") if HERE / "corpus" in p.parents
+                              else p.relative_to(HERE)) not in recorded]
     if args.accepted:
         args.files += accepted_files()
     if not args.files:
@@ -656,6 +785,8 @@ def main(argv: list[str] | None = None) -> int:
         update_expectation(outcomes)
     if args.doc:
         write_doc(render(outcomes))
+    if args.doc_rows:
+        write_doc_rows(outcomes)
     return 1 if failed else 0
 
 

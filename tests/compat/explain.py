@@ -320,6 +320,16 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             key = json.dumps({k: v for k, v in route.items() if k != "flags"}, sort_keys=True)
             bond_routes.setdefault(key, []).append(line)
             continue
+        # An alias stanza's address (iface eth0:1): ifupdown labels it eth0:1, netcfg too
+        # (docs/compat.md "IPv6 tunnels, 6to4, alias labels and VRRP"); ifupdown2 3.0
+        # adds it unlabelled.
+        m = re.match(r"address (\S+) (\S+): ifupdown2 \{.*'label': '(\S+?)'\}, netcfg "
+                     r"\{.*'label': '(\S+?)'\}$", line)
+        if m and m.group(3) == m.group(1) and m.group(4).startswith(m.group(1) + ":") and \
+                m.group(4) in stanzas:
+            why[line] = ("deliberate: an alias stanza's address is labelled with its name, "
+                         "as ifupdown labels it")
+            continue
         m = re.match(r"link (\S+) address: ifupdown2 '([0-9a-f:]+)', netcfg '([0-9a-f:]+)'$", line)
         if m and m.group(1) in bridges and any(x.startswith("02:cc:") for x in m.groups()[1:]) \
                 and not any(x in file_text.lower() for x in m.groups()[1:]):

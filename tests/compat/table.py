@@ -161,8 +161,10 @@ def render(results: list[Checked]) -> str:
     lines += [f"Accepted unchanged: **{ok} of {total}** ({100 * ok / total:.0f}%); "
               f"Proxmox (pve-docs + pve-network): **{sum(r.accepted for r in prox)} of "
               f"{len(prox)}**.", "",
-              "| source | files | accepted | peer verdict recorded | a peer accepts | "
-              "of those, netcfg accepts |", "|---|---:|---:|---:|---:|---:|"]
+              "| source | files | accepted | peer verdict recorded | a peer's check passes | "
+              "a peer applies without an error | apply not judged (needs the VM tier) | "
+              "of the applied, netcfg accepts | of those, same state |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     verdicts = peers.load()["files"]
     current = {r.name: verdicts.get(r.name) for r in results}
     current = {name: rec for name, rec in current.items()
@@ -170,10 +172,17 @@ def render(results: list[Checked]) -> str:
     judged = Counter(n.split("/")[0] for n in current)
     by_peer = Counter(n.split("/")[0] for n, rec in current.items()
                       if peers.accepted_by_peer(rec))
-    both = Counter(r.name.split("/")[0] for r in results
-                   if r.name in current and peers.accepted_by_peer(current[r.name])
-                   and r.accepted)
-    lines += [f"| {s} | {n} | {ok_source[s]} | {judged[s]} | {by_peer[s]} | {both[s]} |"
+    applied = {n for n, rec in current.items()
+               if peers.accepted_by_peer(rec) and peers.applied_by_peer(rec)}
+    unjudged = {n for n, rec in current.items()
+                if peers.accepted_by_peer(rec) and peers.applied_by_peer(rec) is None}
+    by_applied = Counter(n.split("/")[0] for n in applied)
+    by_unjudged = Counter(n.split("/")[0] for n in unjudged)
+    both = Counter(r.name.split("/")[0] for r in results if r.name in applied and r.accepted)
+    same = Counter(r.name.split("/")[0] for r in results if r.name in applied and r.accepted
+                   and same_state(r.name) == "same")
+    lines += [f"| {s} | {n} | {ok_source[s]} | {judged[s]} | {by_peer[s]} | {by_applied[s]} | "
+              f"{by_unjudged[s]} | {both[s]} | {same[s]} |"
               for s, n in sorted(by_source.items())]
     lines += _peer_summary(results, current)
     first = Counter(r.attributes[0] for r in results if not r.accepted)
@@ -192,7 +201,7 @@ def render(results: list[Checked]) -> str:
         lines.append(f"| `{_cell(attr)}` | {n} | {first[attr]} | {only[attr]} |")
     lines += ["", "### Every file", "",
               "| file | accepted | first error (line: message) | refused attributes | reason "
-              "| peers (ifupdown2 -s; ifupdown -n where written for it) |",
+              "| peers (check: ifupdown2 -s, ifupdown -n where written for it; then apply) |",
               "|---|---|---|---|---|---|"]
     for r in results:
         cell = peers.peer_cell(current.get(r.name))
@@ -239,22 +248,86 @@ def peer_refusal_cause(message: str) -> str:
     return "other"
 
 
+def _differential_records() -> dict:
+    """Each file's differential outcome: the host tier's, or the VM tier's where the host
+    tier records it vm-tier."""
+    expectation = json.loads(EXPECTATION.read_text()) if EXPECTATION.exists() else {}
+    out = dict(expectation.get("differential", {}))
+    for name, rec in expectation.get("differential_vm", {}).items():
+        if out.get(name, {}).get("status") in (None, "vm-tier") or \
+                rec["status"] in ("same", "differs"):
+            out[name] = rec
+    return out
+
+
+_DIFFERENTIAL: dict | None = None
+
+
+def same_state(name: str) -> str:
+    """same (no difference, or only ones listed as deliberate), differs (a difference not
+    listed), or what else the differential recorded (not run, vm-tier, timeout, ...)."""
+    global _DIFFERENTIAL
+    if _DIFFERENTIAL is None:
+        _DIFFERENTIAL = _differential_records()
+    rec = _DIFFERENTIAL.get(name)
+    if rec is None:
+        return "not run"
+    if rec["status"] == "same":
+        return "same"
+    if rec["status"] != "differs":
+        return rec["status"]
+    if "unexplained" not in rec:
+        from explain import explain     # a record from before "unexplained" was kept
+        why = explain(rec["differences"], readwith.text_of(CORPUS / name))
+        rec["unexplained"] = [d for d in rec["differences"]
+                              if d not in why or why[d].startswith("netcfg bug")]
+    return "differs" if rec["unexplained"] else "same"
+
+
 def _peer_summary(results: list[Checked], current: dict) -> list[str]:
-    """Issue 22's measure: of the files a peer accepts, how many netcfg accepts; and every
-    refusal of such a file, at its line, so the attribute's owner can act."""
+    """Issue 22's measure: of the files a peer applies without an error, how many netcfg
+    accepts and brings to the same kernel state; and every refusal of such a file, at its
+    line, with its cause, so the attribute's owner can act."""
     accepted = [r for r in results if r.name in current and peers.accepted_by_peer(current[r.name])]
+    applied = [r for r in accepted if peers.applied_by_peer(current[r.name])]
+    failed = [r for r in accepted if peers.applied_by_peer(current[r.name]) is False]
+    unjudged = [r for r in accepted if peers.applied_by_peer(current[r.name]) is None]
     ok = sum(r.accepted for r in accepted)
+    ok_applied = [r for r in applied if r.accepted]
+    states = Counter(same_state(r.name) for r in ok_applied)
     tracebacks = [r.name for r in results if r.errors and r.errors[0][1].startswith(
         "internal error (traceback)")]
     warned = sum(current[r.name]["ifupdown2"]["status"] == "warnings" for r in accepted)
-    lines = ["", f"**Peer-accepted files** (Debian's ifupdown2 `ifup -a -s` passes, {warned} of "
-             "them with warnings only, and it acts on every line; or, for a file written for "
-             "ifupdown, ifupdown 0.8's "
-             f"`ifup -n` passes; tests/compat/peers.py): **{len(accepted)}**; netcfg accepts "
-             f"**{ok}** ({100 * ok / max(len(accepted), 1):.1f}%, the goal is 98%). "
+    pct = lambda a, b: f"{100 * a / max(b, 1):.1f}%"    # noqa: E731
+    lines = ["", f"**Peer-applied files** (a peer's apply, in the differential's sandbox, "
+             "exits 0 without an error: Debian's ifupdown2 `ifup -a`, or, for a file written "
+             "for ifupdown, Debian's ifupdown 0.8 `ifup -a`; `tests/compat/peers.py --apply`): "
+             f"**{len(applied)}**; netcfg accepts **{len(ok_applied)}** "
+             f"({pct(len(ok_applied), len(applied))}, the goal is 98%), and reaches the same "
+             f"kernel state as ifupdown2 (or one whose every difference is listed as "
+             f"deliberate) on **{states['same']}** ({pct(states['same'], len(applied))}); "
+             + ", ".join(f"differential {k}: {v}" for k, v in sorted(states.items())
+                         if k != "same") + ".", "",
+             f"Apply not judged (the file needs a kind the host kernel lacks: the VM tier's "
+             f"run has not judged it): **{len(unjudged)}** (netcfg accepts "
+             f"{sum(r.accepted for r in unjudged)}). A peer's check passes but every apply "
+             f"fails: **{len(failed)}** (netcfg accepts {sum(r.accepted for r in failed)}).", "",
+             f"Peer-accepted by the syntax check alone (the measure before the apply verdict: "
+             f"Debian's ifupdown2 `ifup -a -s` passes, {warned} of them with warnings only, and "
+             "it acts on every line; or, for a file written for ifupdown, ifupdown 0.8's "
+             f"`ifup -n` passes; tests/compat/peers.py): {len(accepted)}; netcfg accepts "
+             f"{ok} ({pct(ok, len(accepted))}). "
              f"Tracebacks: {len(tracebacks)}{' (' + ', '.join(tracebacks) + ')' if tracebacks else ''}."
              f" Files without a current peer verdict: {len(results) - len(current)}."]
-    refused = [r for r in accepted if not r.accepted]
+    if failed:
+        lines += ["", "A peer's check passes, its apply fails (left out of the measure):", "",
+                  "| file | netcfg | the peer's apply: exit, first error |", "|---|---|---|"]
+        for r in failed:
+            verdicts = current[r.name]["apply"]
+            lines.append(f"| {r.name} | {'accepts' if r.accepted else 'refuses'} | " + "; ".join(
+                f"{p} exit {v['rc']}: {_cell(v['first_error'])}" for p, v in verdicts.items())
+                + " |")
+    refused = [r for r in applied if not r.accepted]
     ignored = sum(bool(rec["ifupdown2_ignores"]) for rec in current.values())
     lines += ["", f"ifupdown2's syntax check also passes {ignored} files with lines it does not "
               "act on and does not report (ifupdown-ng's `use`, `requires`, ...: it passes "
@@ -264,7 +337,7 @@ def _peer_summary(results: list[Checked], current: dict) -> list[str]:
         def first(r: Checked) -> tuple[int, str]:
             return r.errors[0] if r.errors else (0, r.output.strip()[-200:])
         causes = Counter(peer_refusal_cause(first(r)[1]) for r in refused)
-        lines += ["", "netcfg refuses these peer-accepted files, by cause (from the first "
+        lines += ["", "netcfg refuses these peer-applied files, by cause (from the first "
                   "error):", "", "| cause | files |", "|---|---:|"]
         lines += [f"| {_cell(c)} | {n} |" for c, n in causes.most_common()]
         lines += ["", "| file | line: netcfg's error | attributes refused | cause | peers |",

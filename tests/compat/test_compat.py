@@ -274,3 +274,15 @@ def test_explain_names_the_automatic_path_cost_of_a_vlan_of_a_bridge():
     assert explain.explain(lines, text) == {lines[0]: explain.AUTO_COST_TIMING}
     written = text + "    bridge-pathcosts z_myzone.100=100\n"
     assert explain.explain(lines, written) == {}
+
+
+def test_explain_names_an_alias_stanzas_label():
+    """iface eth0:1's address: netcfg labels it eth0:1 as ifupdown does (deliberate),
+    ifupdown2 leaves it eth0's; a label the file has no alias stanza for stays
+    unexplained."""
+    text = "auto eth0:1\niface eth0:1 inet static\n    address 10.0.20.21/24\n"
+    line = ("address eth0 10.0.20.21/24: ifupdown2 {'family': 'inet', 'local': '10.0.20.21', "
+            "'prefixlen': 24, 'scope': 'global', 'label': 'eth0'}, netcfg {'family': 'inet', "
+            "'local': '10.0.20.21', 'prefixlen': 24, 'scope': 'global', 'label': '%s'}")
+    assert explain.explain([line % "eth0:1"], text)[line % "eth0:1"].startswith("deliberate: ")
+    assert explain.explain([line % "eth0:2"], text) == {}

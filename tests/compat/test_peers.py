@@ -28,6 +28,44 @@ def test_every_corpus_file_has_a_current_peer_verdict():
         f"no verdict: {missing}\nverdict for another text: {stale}")
 
 
+def test_every_peer_accepted_file_has_an_apply_verdict():
+    """The headline's denominator is the files a peer applies without an error: each
+    file a peer's check accepts has an apply verdict from each peer that accepts it
+    (kept in its record, so a new text drops it), `needs-vm` where the host kernel
+    cannot judge it."""
+    missing = []
+    for name, record in peers.load()["files"].items():
+        if peers.accepted_by_peer(record) and \
+                set(record.get("apply") or {}) != set(peers.apply_peers(record)):
+            missing.append(name)
+    assert not missing, ("rerun `sudo tests/compat/peers.py --apply FILE...`: no apply "
+                         f"verdict for {missing}")
+
+
+def test_apply_verdict_reads_the_peers_exit_and_errors():
+    ok = peers.apply_status("ifupdown2", 0, "warning: br0: something\n")
+    assert ok["status"] == "applied" and ok["first_error"] == ""
+    bad = peers.apply_status("ifupdown2", 0, "error: eno1: cmd '/bin/ip route add default "
+                             "via <Gateway-IP>' failed\n")
+    assert bad["status"] == "error" and bad["first_error"].startswith("error: eno1")
+    one = peers.apply_status("ifupdown", 1, "RTNETLINK answers: File exists\n"
+                             "ifup: failed to bring up eth0\n")
+    assert one["status"] == "error" and one["first_error"] == "RTNETLINK answers: File exists"
+    assert peers.applied_by_peer({"apply": {"ifupdown2": {"status": "error"},
+                                            "ifupdown": {"status": "applied"}}})
+    assert peers.applied_by_peer({"apply": {"ifupdown2": {"status": "needs-vm"}}}) is None
+    assert peers.applied_by_peer({"apply": {"ifupdown2": {"status": "error"}}}) is False
+
+
+def test_ports_and_kinds_from_text():
+    text = ("auto vmbr0\niface vmbr0 inet static\n  address <Haupt-IP>\n"
+            "  bridge_ports eno1 eth9.20\nauto bond0\niface bond0 inet manual\n"
+            "  bond-slaves eth1 eth2\niface eno1:0 inet static\n  address 192.0.2.1/24\n")
+    assert peers.ports_from_text(text) == ["eno1", "eth9", "eth1", "eth2"]
+    assert peers.kinds_from_text(text) == {"bond", "vlan"}
+    assert peers.kinds_from_text("iface t inet6 tunnel\n  mode sit\n") == {"tunnel"}
+
+
 def test_no_verdict_for_a_file_that_left_the_corpus():
     names = {str(p.relative_to(peers.CORPUS)) for p in table.corpus_files()}
     assert set(peers.load()["files"]) <= names

@@ -151,10 +151,11 @@ class Warm:
             raise RuntimeError("netcfg plan crashed: " + proc.stderr.strip()[-600:])
         return json.loads(proc.stdout) if proc.returncode == 0 else None
 
-    def sandbox(self, tool: str, path: Path, ports: list[str], takeover: bool) -> dict:
+    def sandbox(self, tool: str, path: Path, ports: list[str], takeover: bool,
+                by_name: list[str] | None = None, peer_tools: bool = False) -> dict:
         """differential.sandbox, as a fork that unshares instead of `unshare` + python."""
         with tempfile.TemporaryDirectory(prefix="netcfg-compat-") as work:
-            spec_path = dt.write_spec(work, tool, path, ports, takeover)
+            spec_path = dt.write_spec(work, tool, path, ports, takeover, by_name, peer_tools)
 
             def body() -> int:
                 unshare(CLONE_NEWNET | CLONE_NEWNS)
@@ -269,6 +270,24 @@ def _run_names(warm: "Warm", kinds: set[str], names: list[str], out_dir: Path,
         start = time.monotonic()
         with open(out_dir / "trace.log", "a") as f:
             f.write(f"--- {name}\n")
+        if name.endswith(PEER_APPLY):   # NAME@peer-apply: peers.py --apply --vm
+            name = name[:-len(PEER_APPLY)]
+            import peers
+            row = {"file": name}
+            try:
+                record = peers.load()["files"][name]
+                row["digest"] = record["digest"]
+                row["verdicts"] = peers.judge_apply(path_of(name), record, kinds,
+                                                    start=warm.sandbox, plan_of=warm.plan,
+                                                    enough=True)
+            except (RuntimeError, subprocess.SubprocessError, OSError, ValueError,
+                    KeyError) as e:
+                row["error"] = str(e)[-1500:]
+            row["wall_s"] = round(time.monotonic() - start, 1)
+            with log.open("a") as f:
+                f.write(json.dumps({"peer_apply": row}) + "\n")
+            print(f"{name}: peers' apply in {row['wall_s']} s", flush=True)
+            continue
         if ALONE in name:       # NAME@ifupdown2-only=PORT,...: a file netcfg refuses
             name, ports = name.split(ALONE, 1)
             try:
@@ -297,6 +316,7 @@ def _run_names(warm: "Warm", kinds: set[str], names: list[str], out_dir: Path,
 # ---- host: boot once, read the outcomes ----------------------------------------------------
 
 ALONE = "@ifupdown2-only="
+PEER_APPLY = "@peer-apply"
 
 
 path_of = dt.path_of
@@ -351,6 +371,7 @@ def boot(names: list[str], timeout_s: int | None = None,
                 for r in rows if "file" in r]
     head["wall_s"] = {r["file"]: r.get("wall_s") for r in rows if "file" in r}
     head["ifupdown2_alone"] = [r["ifupdown2_alone"] for r in rows if "ifupdown2_alone" in r]
+    head["peer_apply"] = [r["peer_apply"] for r in rows if "peer_apply" in r]
     return outcomes, head
 
 
@@ -388,6 +409,7 @@ def update_expectation(outcomes: list[dt.Outcome]) -> None:
     for o in outcomes:
         recorded[o.file] = {"status": o.status, "detail": o.detail,
                             "differences": o.differences,
+                            "unexplained": dt.unexplained(o),
                             "takeover_disruptive": len(o.takeover_disruptive),
                             "query_rc": o.netcfg_query_rc}
     dt.EXPECTATION.write_text(json.dumps(expectation, indent=1, sort_keys=True) + "\n")
@@ -410,11 +432,14 @@ def write_doc(outcomes: list[dt.Outcome]) -> None:
     dt.DOC.write_text(head + text + rest.split(DOC_END, 1)[1])
 
 
-def write_doc_rows(outcomes: list[dt.Outcome]) -> None:
+def write_doc_rows(outcomes: list[dt.Outcome], begin: str = DOC_BEGIN,
+                   end: str = DOC_END) -> None:
     """A rerun of some files (the whole set takes over an hour): their rows put in
     place of the table's rows for the same files (a file new to the tier gets a
     row in name order), and the counts line recounted from every row (a row with
-    a difference left as measured is unexplained)."""
+    a difference left as measured is unexplained). BEGIN, END: the table's markers
+    (differential.py's host table uses it too)."""
+    DOC_BEGIN, DOC_END = begin, end     # noqa: N806
     fresh, legend = {}, ""
     for line in dt.render(outcomes).splitlines():
         if line.startswith("| ") and not line.startswith("| file "):
@@ -521,8 +546,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(alone, indent=1))
     print(f"vm: {head.get('guest')} rc {head.get('vm_rc')}, {head.get('vm_s')} s in all, "
           f"warm-up {head.get('warm_s')} s; per file: {head.get('wall_s')}")
-    missing = sorted({n.split(ALONE)[0] for n in names}
-                     - {o.file for o in outcomes} - {a["file"] for a in head["ifupdown2_alone"]})
+    missing = sorted({n.split(ALONE)[0].removesuffix(PEER_APPLY) for n in names}
+                     - {o.file for o in outcomes} - {a["file"] for a in head["ifupdown2_alone"]}
+                     - {a["file"] for a in head["peer_apply"]})
     if missing:
         print(f"vm_differential: {len(missing)} files not run (see {OUT_DIR / 'vm.log'}): "
               + ", ".join(missing), file=sys.stderr)
