@@ -7,7 +7,8 @@ from, as ifupdown2 makes them, one per VRRP id and address family:
         address 192.168.10.2/24
         vrrp 10 192.168.10.1 fc00:192:168:10::1
 
-is eth0 plus, up with it (as `show` prints them):
+is eth0 plus, up with it (as the config says them; `show` prints the same
+less macvlan-protodown, which is not read back):
 
     iface vrrp4-eth0-10                  iface vrrp6-eth0-10
         macvlan-raw-device eth0              macvlan-raw-device eth0
@@ -18,12 +19,15 @@ is eth0 plus, up with it (as `show` prints them):
         accept-dad 0                         accept-dad 0
         dad-transmits 0                      dad-transmits 0
         addr-gen-mode none                   addr-gen-mode random
+        macvlan-protodown yes                macvlan-protodown yes
 
 RFC 5798's virtual router MACs; an address without a prefix is a host
 address (ifupdown2's IPNetwork); IPv4's macvlan needs no link-local
 (addrgenmode none), IPv6's sends its hellos from a random one. Several
 lines with one id add to its macvlans. eth0's vrf and mtu go to them, as
-for address-virtual (compile/build.py VRR_SETTINGS).
+for address-virtual (compile/build.py VRR_SETTINGS). Each is made with
+protodown on, as ifupdown2 makes it: vrrpd clears it on the master router
+(macvlan-protodown is set at creation only, never compared afterwards).
 
 Names: ifupdown2 names them vrrp4-IFINDEX-ID after eth0's ifindex, which
 the kernel gives eth0 when it is made; netcfg names every device at
@@ -84,10 +88,6 @@ def vrrp_macvlans(name: str, raws: list[RawAttribute], report: Report
                          f"'{raw.value}'", VRRP)
             continue
         vrid = int(words[0])
-        report.warning(raw.loc, f"{name}: vrrp {vrid}: netcfg makes its macvlans up, without "
-                       f"the protodown on ifupdown2 gives them at creation: until the VRRP "
-                       f"daemon (FRR's vrrpd) takes them, this host answers for the virtual "
-                       f"addresses too. Start the daemon with the interface", VRRP)
         by_family: dict[int, list[str]] = {}
         for word in words[1:]:
             try:
@@ -104,6 +104,7 @@ def vrrp_macvlans(name: str, raws: list[RawAttribute], report: Report
                 lines = made[macvlan] = [
                     RawAttribute("macvlan-raw-device", name, raw.loc),
                     RawAttribute("macvlan-mode", "bridge", raw.loc),
+                    RawAttribute("macvlan-protodown", "yes", raw.loc),
                     RawAttribute("hwaddress", f"00:00:5e:00:{MAC_FAMILY[family]}:{vrid:02x}",
                                  raw.loc),
                     *(RawAttribute(r.name, r.value, raw.loc) for r in inherited),

@@ -44,7 +44,7 @@ Key = tuple[str, str]
 # with the wrong MTU or with IPv6 autoconf running, and its sysctls are in
 # place before its addresses), by their attribute names.
 CREATE_TIME_ATTRIBUTES = ("mtu", "hwaddress", "alias", "addr-gen-mode", "disable-ipv6",
-                          "accept-dad", "dad-transmits")
+                          "accept-dad", "dad-transmits", "macvlan-protodown")
 # Attributes some other operation than link-set takes care of.
 HANDLED_ELSEWHERE = frozenset({
     "address", "gateway", "route",                 # addr-*, route-*
@@ -60,6 +60,7 @@ HANDLED_ELSEWHERE = frozenset({
     "inet", "inet6",
     "pointopoint", "broadcast", ADDRESS_METRIC,    # addr-add's params (plan/addresses.py)
     "address-label",                               # addr-add's params (plan/addresses.py)
+    "macvlan-protodown",                           # link-add's only: a VRRP daemon owns it
     # The DHCP client's options and its routes' metric (apply/dhcp.py ClientOptions).
     "hostname", "client", "leasehours", "leasetime", "vendor", "metric",
     # Imperative lines are run, not kernel state (plan/hooks.py, apply/hooks.py).

@@ -2,7 +2,8 @@
 doc/interfaces-vrrp.scd, ifupdown2's addressvirtual addon): a macvlan per
 VRRP id and family on the interface, mode bridge, RFC 5798's virtual MAC,
 host addresses with metric 1024, no DAD, addrgenmode none (IPv4) or random
-(IPv6), up with the interface (compile/vrrp.py). Read back with iproute2;
+(IPv6), made with protodown on (which the VRRP daemon then owns), up with
+the interface (compile/vrrp.py). Read back with iproute2;
 `show | apply` sends nothing; a macvlan deleted by hand and an address
 removed by hand are put back.
 """
@@ -69,6 +70,7 @@ def test_vrrp_makes_ifupdown2s_macvlans(session, tmp_path, eth0):
         assert dev["linkinfo"]["info_data"]["mode"] == "bridge", dev
         assert dev["link"] == "eth0" and "UP" in dev["flags"], dev
         assert dev["address"] == mac, dev
+        assert dev.get("proto_down") is True, dev   # until vrrpd takes it
         assert dev.get("inet6_addr_gen_mode") == addrgen, dev
         assert addresses(name) == addrs
         with open(f"/proc/sys/net/ipv6/conf/{name}/accept_dad") as f:
@@ -81,6 +83,11 @@ def test_vrrp_makes_ifupdown2s_macvlans(session, tmp_path, eth0):
     again = apply(compile_config(ConfigSource(path="-", stdin_text=shown)).model, session)
     assert again.verified and again.requests == 0, [op.describe() for op in again.plan.operations]
     assert apply(compiled(tmp_path, CONFIG).model, session).requests == 0
+
+    # vrrpd clears protodown on the master: that is not a drift.
+    ip("link", "set", "vrrp4-eth0-20", "protodown", "off")
+    assert apply(compiled(tmp_path, CONFIG).model, session).requests == 0
+    assert not link("vrrp4-eth0-20").get("proto_down")
 
     # Drift: a macvlan deleted by hand, an address removed by hand.
     ip("link", "del", "vrrp4-eth0-10")
