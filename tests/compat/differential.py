@@ -91,6 +91,14 @@ KIND_PROBES = {
     "macvlan": None, "veth": ["type", "veth"], "dummy": ["type", "dummy"],
     "vlan": None, "bond": ["type", "bond"], "vrf": ["type", "vrf", "table", "10"],
     "vlan-filtering": ["type", "bridge", "vlan_filtering", "1"],
+    # Kinds a file's hook lines or tunnels ask for (peers.kinds_from_text, netcfg's plan).
+    "tunnel": ["type", "gre", "remote", "192.0.2.1", "local", "192.0.2.2"],
+    **{k: ["type", k, "remote", "192.0.2.1", "local", "192.0.2.2"]
+       for k in ("gre", "gretap", "ipip", "sit", "vti")},
+    **{k: ["type", k, "remote", "2001:db8::1", "local", "2001:db8::2"]
+       for k in ("ip6gre", "ip6gretap", "ip6tnl", "vti6")},
+    "wireguard": ["type", "wireguard"],
+    "batman-adv": ["type", "batadv"], "batadv": ["type", "batadv"],
 }
 # Plan actions that disturb a working device when the device already exists.
 DISRUPTIVE = {"netns-del", "route-del", "addr-del", "vlan-tunnel-del", "vni-del", "vlan-del",

@@ -123,6 +123,10 @@ def _line_device(line: str) -> str | None:
     return None
 
 
+NOT_AUTO = ("deliberate: a stanza no `auto` line names: `netcfg apply` sets its addresses and "
+            "keeps it down, ifupdown2's `ifup -a` leaves it alone")
+
+
 def _refused_by_ifupdown2(log: str, stanzas: dict[str, dict[str, list[str]]]
                           ) -> tuple[dict[str, str], dict[str, str]]:
     """What ifupdown2 said it would not do, from its own errors: (device -> why,
@@ -140,6 +144,11 @@ def _refused_by_ifupdown2(log: str, stanzas: dict[str, dict[str, list[str]]]
     for vxlan in re.findall(r"error: (\S+): invalid vxlan-local-tunnelip", log):
         devices[vxlan] = ("ifupdown2 refused: an IPv6 vxlan-local-tunnelip (its log: "
                           "'Expected 4 octets'), so the vxlan was not made")
+    for dev in re.findall(r"error: netlink: (\S+): cannot add address \S+ dev \S+: 'str' "
+                          r"object has no attribute 'packed'", log):
+        devices[dev] = ("ifupdown2 bug: its netlink address add crashed on an address written "
+                        "with a separate `netmask` (its log: \"'str' object has no attribute "
+                        "'packed'\"), so it set no more on the device")
     ports: dict[str, str] = {}
     for bridge, port in re.findall(r"error: (\S+): (\S+): vlan sub-interface is not supported "
                                    r"in a vlan-aware bridge", log):
@@ -283,6 +292,9 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
     vrr_routes: dict[str, list[tuple[str, Any]]] = {}
     named_tables: dict[str, list[str]] = {}
     carrier_routes: dict[str, list[str]] = {}
+    brought_up = {n for ln in file_text.splitlines()
+                  if re.match(r"\s*(auto|allow-\S+)\s", ln) for n in ln.split()[1:]}
+    unbrought: dict[str, set[str]] = {}
     for line in differences:
         m = re.match(r"link (\S+) ", line)
         if m and (m.group(1) in ignored or m.group(1) in bonds):
@@ -319,6 +331,13 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             route = _json_after(line, " only: ")
             key = json.dumps({k: v for k, v in route.items() if k != "flags"}, sort_keys=True)
             bond_routes.setdefault(key, []).append(line)
+            continue
+        # A stanza no auto/allow- line names: `netcfg apply` sets its addresses and keeps
+        # it down, `ifup -a` leaves it alone (docs/compat.md "A stanza without `auto`").
+        m = re.match(r"address (\S+) (\S+)/\d+: netcfg only$", line)
+        if m and m.group(1) in stanzas and m.group(1) not in brought_up:
+            why[line] = NOT_AUTO
+            unbrought.setdefault(m.group(1), set()).add(m.group(2))
             continue
         # An alias stanza's address (iface eth0:1): ifupdown labels it eth0:1, netcfg too
         # (docs/compat.md "IPv6 tunnels, 6to4, alias labels and VRRP"); ifupdown2 3.0
@@ -457,4 +476,11 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             route = _json_after(line, " only: ")
             if route.get("type") == "anycast" and route.get("dev") in forwarding:
                 why[line] = FORWARDING_ON_BRIDGE
+    # The kernel's routes of those addresses (local, broadcast, prefix).
+    for line in differences:
+        if line.startswith("route netcfg only: ") and line not in why:
+            route = _json_after(line, " only: ")
+            if route.get("prefsrc") in unbrought.get(route.get("dev"), ()) or \
+                    route.get("dst") in unbrought.get(route.get("dev"), ()):
+                why[line] = NOT_AUTO
     return why

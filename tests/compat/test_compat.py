@@ -286,3 +286,30 @@ def test_explain_names_an_alias_stanzas_label():
             "'local': '10.0.20.21', 'prefixlen': 24, 'scope': 'global', 'label': '%s'}")
     assert explain.explain([line % "eth0:1"], text)[line % "eth0:1"].startswith("deliberate: ")
     assert explain.explain([line % "eth0:2"], text) == {}
+
+
+def test_explain_names_ifupdown2s_crash_on_an_address_with_a_netmask():
+    """ifupdown2 3.0's netlink address add raises on `address A` + `netmask M` ('str'
+    object has no attribute 'packed'): what netcfg alone then has on that device is
+    ifupdown2's bug; another device's difference stays unexplained."""
+    log = ("error: netlink: eth0: cannot add address 192.168.42.1/24 dev eth0: 'str' object "
+           "has no attribute 'packed'\n")
+    lines = ["address eth0 192.168.42.1/24: netcfg only", "address eth1 10.0.0.1/24: netcfg only"]
+    why = explain.explain(lines, "iface eth0 inet static\n  address 192.168.42.1\n"
+                          "  netmask 255.255.255.0\n", log)
+    assert list(why) == lines[:1] and why[lines[0]].startswith("ifupdown2 bug: ")
+
+
+def test_explain_names_the_addresses_of_a_stanza_without_auto():
+    """`netcfg apply` sets a non-auto stanza's addresses (device down), `ifup -a` does
+    not: its address and the kernel's routes of it are deliberate; the same on a stanza
+    an auto line names stays unexplained."""
+    text = "auto eth6\niface eth6 inet static\n  address 10.1.1.1/24\n" \
+           "iface eth7 inet static\n  address 1.14.15.16/24\n"
+    lines = ["address eth7 1.14.15.16/24: netcfg only",
+             'route netcfg only: {"dev": "eth7", "dst": "1.14.15.16", "flags": [], "prefsrc": '
+             '"1.14.15.16", "protocol": "kernel", "scope": "host", "table": "local", "type": '
+             '"local"}',
+             "address eth6 10.1.1.1/24: netcfg only"]
+    why = explain.explain(lines, text)
+    assert set(why) == set(lines[:2]) and all(w.startswith("deliberate: ") for w in why.values())
