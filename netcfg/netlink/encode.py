@@ -56,6 +56,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from netcfg.model.errors import EXIT_INVALID_CONFIG, NetcfgError, UnknownDevice, quote
 from netcfg.kinds.genl import created_without_info_data, genl_attributes
+from netcfg.kinds.common import IPV6_SETTINGS
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
 from netcfg.netlink.fdb import APPEND, RTM_DELNEIGH, RTM_NEWNEIGH, remote_entry
@@ -335,6 +336,10 @@ def _link_set(op: Operation, ctx: EncodeContext) -> list[Request]:
     link: list[bytes] = []
     data: list[bytes] = []
     port: list[bytes] = []
+    # A device below 1280 has no IPv6 state (addrconf_ifdown), and the
+    # kernel checks IFLA_AF_SPEC before it sets the MTU of the same request
+    # (EAFNOSUPPORT): IPv6 settings go in a request after the MTU's.
+    after_mtu: list[bytes] = []
     kinds: set[str] = set()
     genl = genl_attributes()
     for param, value in op.params.items():
@@ -354,7 +359,9 @@ def _link_set(op: Operation, ctx: EncodeContext) -> list[Request]:
             value = setting.reset
         encoder = setting.encode or INFO_DATA[setting.kind][setting.key]
         encoded = _value(op, param, encoder, value)
-        if setting.place == LINK:
+        if setting.place == LINK and param in IPV6_SETTINGS and "mtu" in op.params:
+            after_mtu.append(encoded)
+        elif setting.place == LINK:
             link.append(encoded)
         elif setting.place == PORT:
             port.append(encoded)
@@ -369,6 +376,8 @@ def _link_set(op: Operation, ctx: EncodeContext) -> list[Request]:
         if data:
             link.append(linkinfo(kinds.pop(), [d for d in data if d]))
         requests.append(Request(RTM_NEWLINK, 0, _device(op, ctx) + b"".join(link), tag=op))
+    if after_mtu:
+        requests.append(Request(RTM_NEWLINK, 0, _device(op, ctx) + b"".join(after_mtu), tag=op))
     if port:
         protinfo = rtattr(IFLA_PROTINFO | NLA_F_NESTED, b"".join(port))
         requests.append(Request(RTM_SETLINK, 0, ifinfomsg(_index(op, ctx), family=AF_BRIDGE)

@@ -278,6 +278,7 @@ class _Diff:
         self.fresh = self.find_fresh()
         self.deleted = self.find_deleted()
         self.cycled: set[Key] = set()
+        self.mtu_resent = self.bridges_losing_mtu()
         self.link_deletes()
         for key, obj in self.d.ifaces.items():
             self.interface(key, obj)
@@ -387,7 +388,7 @@ class _Diff:
             ops.append(self.link_add(key, obj, info))
 
         # Attributes changed on the link.
-        if cur is None or obj.attrs != cur.attrs:
+        if cur is None or obj.attrs != cur.attrs or key in self.mtu_resent:
             self.link_set(key, obj, info, cur, fresh, creates)
 
         # Master.
@@ -472,6 +473,8 @@ class _Diff:
         for attribute, value in obj.attrs.items():
             if attribute not in excluded and old.get(attribute) != value:
                 changed[attribute] = value
+        if key in self.mtu_resent:
+            changed["mtu"] = obj.attrs["mtu"]
         if cur is not None and info.kind is not None:
             # The few a kind says mean their default when left out (a
             # bridge's VLAN filtering: a file without the line asks for off).
@@ -485,6 +488,30 @@ class _Diff:
                 self.ops.append(Operation(LINK_SET, key[0], key[1], params=link))
             if port:
                 self.port_set(key, port)
+
+    def bridges_losing_mtu(self) -> set[Key]:
+        """Existing bridges whose written mtu the kernel would take away in
+        this plan: it reads as written, but a port joins, and the kernel
+        (br_mtu_auto_adjust) then gives the bridge its smallest port's MTU
+        unless a change set it (BROPT_MTU_SET_BY_USER, which netlink does not
+        report; a set to the value it has is no change). So the plan sets it
+        again after the ports join (planner.ADDITION_RULES): one link-set,
+        only in such a plan. (A port already in the bridge whose MTU drops
+        takes the bridge down too; that link-set is not ordered before the
+        bridge's, docs/soundness.md.)"""
+        d, c = self.d, self.c
+        disturbed = {master for port, master in d.masters.items()
+                     if port in self.fresh or port not in c.ifaces
+                     or c.masters.get(port) != master}
+        out: set[Key] = set()
+        for key in disturbed:
+            obj, cur = d.ifaces.get(key), c.ifaces.get(key)
+            if (obj is None or cur is None or key in self.fresh or "mtu" not in obj.attrs
+                    or not getattr(d.info(obj.kind).kind, "mtu_follows_ports", False)):
+                continue
+            if cur.attrs.get("mtu") == obj.attrs["mtu"]:
+                out.add(key)
+        return out
 
     def port_set(self, key: Key, params: dict[str, Any]) -> None:
         """Port attributes in the device's one port link-set (the planner
