@@ -8,12 +8,10 @@ pyroute2 has no class for this family: ``batadv_msg`` is built on its
 
 from __future__ import annotations
 
-import errno
 from functools import cache
 from typing import Any
 
-from netcfg.kernel.genl import GenlSockets
-from netcfg.kernel.nl import NetlinkError
+from netcfg.kernel.genl import GenlSockets, each_device
 from netcfg.kernel.read import NamespaceState
 from netcfg.kinds.batadv import HOP_PENALTY, KIND_NAME
 
@@ -70,15 +68,8 @@ class BatadvReader:
 
     def read(self, genl: GenlSockets, state: NamespaceState) -> int:
         asked = 0
-        for name, obj in state.interfaces.items():
-            if obj.kind != KIND_NAME:
-                continue
-            try:
-                value = get_hop_penalty(genl, state.netns, state.ifindex[name])
-            except NetlinkError as e:
-                if e.errno == errno.ENODEV:
-                    continue   # deleted since the link dump
-                raise
+        for obj, value in each_device(
+                state, KIND_NAME, lambda index: get_hop_penalty(genl, state.netns, index)):
             asked += 1
             if value is not None:
                 obj.attrs[HOP_PENALTY] = value

@@ -35,6 +35,22 @@ RCVBUF = 1 << 20
 SNDBUF = 256 << 10
 
 
+def each_device(state: Any, kind: str, ask: Callable[[int], Any]) -> Iterable[tuple[Any, Any]]:
+    """(config object, answer) for each ``kind`` device of one namespace's
+    read (kernel/read.py's NamespaceState), ``ask(ifindex)`` being its
+    request; a device deleted since the link dump (ENODEV) is skipped."""
+    for name, obj in state.interfaces.items():
+        if obj.kind != kind:
+            continue
+        try:
+            answer = ask(state.ifindex[name])
+        except NetlinkError as e:
+            if e.errno == errno.ENODEV:
+                continue
+            raise
+        yield obj, answer
+
+
 class FamilyMissing(NetcfgError):
     """The kernel has no such generic netlink family (its module is not loaded)."""
 

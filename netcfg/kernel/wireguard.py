@@ -20,13 +20,11 @@ here, from pyroute2's message class.
 
 from __future__ import annotations
 
-import errno
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from netcfg.kernel.genl import GenlSockets
-from netcfg.kernel.nl import NetlinkError
+from netcfg.kernel.genl import GenlSockets, each_device
 from netcfg.kernel.read import NamespaceState
 from netcfg.kinds.wireguard import (FWMARK, LISTEN_PORT, PEER, PUBLIC_KEY, Peer, format_endpoint,
                                     key_bytes, key_text, parse_endpoint, sorted_networks)
@@ -165,20 +163,13 @@ class WireguardReader:
         made (one per device)."""
         known = keys(genl)
         dumps = 0
-        for name, obj in state.interfaces.items():
-            if obj.kind != WIREGUARD:
-                continue
-            try:
-                device = get_device(genl, state.netns, state.ifindex[name])
-            except NetlinkError as e:
-                if e.errno == errno.ENODEV:
-                    continue   # deleted since the link dump
-                raise
+        for obj, device in each_device(
+                state, WIREGUARD, lambda index: get_device(genl, state.netns, index)):
             dumps += 1
             if device.private_key is not None and device.public_key is not None:
                 known.private[key_text(device.public_key)] = device.private_key
             obj.attrs.update(device_attributes(device,
-                                               known.endpointless.get((state.netns, name), ())))
+                                               known.endpointless.get((state.netns, obj.name), ())))
         return dumps
 
 
