@@ -286,7 +286,9 @@ def peer_cell(record: dict | None) -> str:
                        "not judged (" + v.get("first_error", "") + ")"
                        if v["status"] == "not-judged" else
                        f"ok but for its own hook commands (exit {v.get('rc')})"
-                       if v["status"] == "applied-but-hooks" else "not judged (needs the VM tier)"
+                       if v["status"] == "applied-but-hooks" else
+                       f"not judged (killed at the VM tier's limit, {v.get('seconds')} s)"
+                       if v["status"] == "timeout" else "not judged (needs the VM tier)"
                        if v["status"] == "needs-vm" else f"**exit {v.get('rc')}**")
             for p, v in applies.items())
     return two
@@ -523,6 +525,8 @@ def judge_apply(path: Path, record: dict, kinds_here: set[str], start=None,
                         verdict_["status"] = "applied-but-hooks"
             except (RuntimeError, subprocess.SubprocessError) as e:
                 verdict_ = {"status": "harness-error", "rc": None, "first_error": str(e)[-300:]}
+            if verdict_.get("rc") == -9:
+                verdict_["status"] = "timeout"    # killed at the sandbox's limit: no verdict
             if verdict_["status"] == "error" and re.search(r"\bpon: not found",
                                                            verdict_["first_error"]):
                 verdict_["status"] = "not-judged"     # ifupdown's `inet ppp` runs pon
@@ -543,7 +547,8 @@ def applied_by_peer(record: dict) -> bool | None:
         return None
     if any(v["status"] in ("applied", "applied-but-hooks") for v in verdicts):
         return True
-    if any(v["status"] in ("needs-vm", "harness-error", "not-judged") for v in verdicts):
+    if any(v["status"] in ("needs-vm", "harness-error", "not-judged", "timeout")
+           for v in verdicts):
         return None
     return False
 
