@@ -241,10 +241,16 @@ _PEER_CAUSE = (
 )
 
 
-def peer_refusal_cause(message: str) -> str:
+APPLIED_VALUE = ("a value netcfg reads and the peers do not: their apply passes the line on "
+                 "(to a hook not installed) and succeeds")
+
+
+def peer_refusal_cause(message: str, applied: bool = False) -> str:
+    """Why netcfg refuses a peer-accepted file, from its first error; APPLIED: a peer
+    applies the file without an error (so a bad value did not stop the peer)."""
     for pattern, cause in _PEER_CAUSE:
         if pattern.search(message):
-            return cause
+            return APPLIED_VALUE if applied and cause.startswith("a value the peer") else cause
     return "other"
 
 
@@ -336,18 +342,18 @@ def _peer_summary(results: list[Checked], current: dict) -> list[str]:
     if refused:
         def first(r: Checked) -> tuple[int, str]:
             return r.errors[0] if r.errors else (0, r.output.strip()[-200:])
-        causes = Counter(peer_refusal_cause(first(r)[1]) for r in refused)
+        causes = Counter(peer_refusal_cause(first(r)[1], True) for r in refused)
         lines += ["", "netcfg refuses these peer-applied files, by cause (from the first "
                   "error):", "", "| cause | files |", "|---|---:|"]
         lines += [f"| {_cell(c)} | {n} |" for c, n in causes.most_common()]
         lines += ["", "| file | line: netcfg's error | attributes refused | cause | peers |",
                   "|---|---|---|---|---|"]
-        for r in sorted(refused, key=lambda r: (peer_refusal_cause(first(r)[1]),
+        for r in sorted(refused, key=lambda r: (peer_refusal_cause(first(r)[1], True),
                                                 r.attributes[:1], r.name)):
             line, message = first(r)
             lines.append(f"| {r.name} | {line}: {_cell(message)} | "
                          f"{', '.join(f'`{_cell(a)}`' for a in r.attributes)} | "
-                         f"{_cell(peer_refusal_cause(message))} | "
+                         f"{_cell(peer_refusal_cause(message, True))} | "
                          f"{peers.peer_cell(current[r.name])} |")
     return lines
 
