@@ -111,7 +111,7 @@ def read(exclude: list[str] = ()) -> dict:
         row["up"] = "UP" in link.get("flags", [])
         row["flags"] = sorted(f for f in link.get("flags", [])
                               if f not in ("LOWER_UP", "NO-CARRIER"))
-        if name.startswith("cmp") is False and link.get("link", "").startswith("cmp"):
+        if name.startswith("cmp") is False and (link.get("link") or "").startswith("cmp"):
             row["link"] = "veth peer"     # the stand-in NIC's peer: same in both sandboxes
         info = row.pop("linkinfo", None)
         if info:
