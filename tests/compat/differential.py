@@ -221,6 +221,13 @@ def sandbox(tool: str, path: Path, ports: list[str], takeover: bool,
         return json.loads(Path(result_path).read_text())
 
 
+def _name_of(path: Path) -> str:
+    """PATH as the expectation names it: corpus-relative, cases/..., or as given."""
+    path = path.resolve()
+    return str(path.relative_to(HERE / "corpus")) if HERE / "corpus" in path.parents \
+        else str(path.relative_to(HERE)) if HERE in path.parents else str(path)
+
+
 def run_file(path: Path, kinds: set[str] | None = None, *, plan_of=netcfg_plan,
              start=sandbox) -> Outcome:
     """One file through both sandboxes. ``plan_of`` and ``start`` are how netcfg's plan
@@ -781,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             out = run_file(path, kinds)
         except (RuntimeError, subprocess.SubprocessError) as e:
-            out, failed = Outcome(str(path), "error", str(e)), True
+            out, failed = Outcome(_name_of(path), "error", str(e)), True
         outcomes.append(out)
         with OUTCOMES.open("a") as f:
             f.write(json.dumps(asdict(out)) + "\n")

@@ -97,6 +97,10 @@ def settle_dad(timeout: float = DAD_SETTLE_S) -> None:
         time.sleep(0.2)
 
 
+FALLBACK_TUNNELS = {"ip6tnl0", "ip6gre0", "ip6_vti0", "sit0", "tunl0", "gre0", "gretap0",
+                    "erspan0", "ip_vti0"}
+
+
 def read(exclude: list[str] = ()) -> dict:
     """The state of this network namespace, normalized (names, not indexes),
     once IPv6 DAD has settled (settle_dad)."""
@@ -108,6 +112,11 @@ def read(exclude: list[str] = ()) -> dict:
         if name in skip:
             continue
         row = {k: v for k, v in sorted(link.items()) if k not in LINK_DROP}
+        if name in FALLBACK_TUNNELS:
+            # The kernel's own device of each namespace once ip6_tunnel, ip6_gre, ip6_vti,
+            # sit or ip_gre is loaded (by any file, or a kind probe): its permaddr is
+            # drawn at random per namespace, no setting of either tool.
+            row.pop("permaddr", None)
         row["up"] = "UP" in link.get("flags", [])
         row["flags"] = sorted(f for f in link.get("flags", [])
                               if f not in ("LOWER_UP", "NO-CARRIER"))
