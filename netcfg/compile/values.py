@@ -384,11 +384,27 @@ def format_l2protocols(mask: int) -> str:
     return " ".join([*words, *([f"{rest:#06x}"] if rest or not words else [])])
 
 
+def parse_nameservers(text: str) -> list[Any]:
+    """dns-nameservers: addresses apart by white space, or by commas as
+    some published files write them (nameserver_notes)."""
+    return [parse_ip(w) for w in text.replace(",", " ").split()]
+
+
+def nameserver_notes(text: str) -> list[str]:
+    if "," not in text:
+        return []
+    return [f"'{text}': netcfg takes the comma as a separator "
+            f"({', '.join(text.replace(',', ' ').split())}); ifupdown and ifupdown2 pass "
+            f"the text as it is to resolvconf's hook, which writes one 'nameserver' line the "
+            f"resolver cannot read: write the addresses apart by spaces"]
+
+
 SYNTAX: dict[str, Callable[[str], Any]] = {
     "names": expand_names,
     "words": str.split,
     "address": lambda text: [parse_address(w) for w in text.split()],
     "ip": lambda text: [parse_ip(w) for w in text.split()],
+    "nameservers": parse_nameservers,
     "vlan-list": parse_vlan_list,
     "vni-map": parse_vni_map,
     "mac": parse_mac,
@@ -409,6 +425,7 @@ SYNTAX: dict[str, Callable[[str], Any]] = {
 # to mean where it differs from the letter (said at the line, once).
 NOTES: dict[str, Callable[[str], list[str]]] = {
     "vlan-list": vlan_list_notes,
+    "nameservers": nameserver_notes,
     "l2protocols": l2protocol_notes,   # inert: unsupported.INERT_NOTE_SYNTAXES
 }
 

@@ -45,3 +45,19 @@ def test_dhcp_clients_take_netcfg_etc_netns(tmp_path, monkeypatch):
     assert DhcpClients(str(tmp_path / "run")).netns_etc == str(tmp_path / "etc-netns")
     monkeypatch.delenv("NETCFG_ETC_NETNS")
     assert DhcpClients(str(tmp_path / "run")).netns_etc == "/etc/netns"
+
+
+def test_comma_separated_nameservers_are_two_servers_with_a_warning(tmp_path):
+    """OpenStack's kolla files write `dns-nameservers A,B`: both peers pass
+    the text to resolvconf's hook as it is; netcfg takes two servers and
+    says so at the line."""
+    config = tmp_path / "site.tmpl"
+    config.write_text("auto eth0\niface eth0\n    netns tenant\n    link-type dummy\n"
+                      "    dns-nameservers 10.0.0.1,10.0.0.2\n")
+    compiled = compile_config(ConfigSource(str(config)))
+    warnings = [w.format() for w in compiled.warnings]
+    said = ":5: warning: eth0 (netns tenant): dns-nameservers: '10.0.0.1,10.0.0.2': netcfg takes"
+    assert any(said in w for w in warnings), warnings
+    Resolver(str(tmp_path / "netns"), "none").update(compiled.model)
+    text = (tmp_path / "netns" / "tenant" / "resolv.conf").read_text()
+    assert "nameserver 10.0.0.1\n" in text and "nameserver 10.0.0.2\n" in text

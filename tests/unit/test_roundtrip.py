@@ -64,6 +64,7 @@ SYNTAX = {
                       min_size=1, max_size=2),
     "address": st.lists(_iface_address(), min_size=1, max_size=3),
     "ip": st.lists(ip, min_size=1, max_size=2),
+    "nameservers": st.lists(ip, min_size=1, max_size=2),
     "vlan-list": st.lists(_vlan_range(4094), min_size=1, max_size=3),
     "vni-map": st.lists(st.integers(1, 4000).map(lambda v: f"{v}={v + 10000}"), min_size=1,
                         max_size=3),
