@@ -161,7 +161,7 @@ class InterfaceHooks:
         hooks ran or just after: LOOP_REPAIRS of those in LOOP_WINDOW_S is a
         loop, held until a reload or an apply (issue 23 M1)."""
         now = self.clock()
-        if not (self.worker.busy(key) or now - self._ended_at.get(key, -1e9) < LOOP_NEAR_S):
+        if not self._near_hooks(key, now):
             return
         times = [t for t in self._repairs.get(key, []) if now - t < LOOP_WINDOW_S] + [now]
         self._repairs[key] = times
@@ -174,6 +174,24 @@ class InterfaceHooks:
             self._problem(key, why)
             self.log.error(f"{_label(key)}: {why}", extra={"NETCFG_NETNS": key[0]})
             del self._repairs[key]
+
+    def set_back(self, key: Key, what: str) -> None:
+        """A pass set ``what`` back on ``key`` (a link-set) just after its
+        hooks ended: most likely a hook line changed what the config
+        declares (`post-up ip link set $IFACE mtu 1400` beside `mtu 1500`).
+        netcfgd keeps to the config; status and the journal say so, where the
+        change was undone silently before (issue 23 M1)."""
+        if not self._near_hooks(key, self.clock()):
+            return
+        why = (f"a repair set {what} back right after its hooks ran: a hook line changes "
+               f"what the config declares, and netcfgd keeps to the config; write the "
+               f"value in the config instead")
+        self._problem(key, why)
+        self.log.warning(f"{_label(key)}: {why}", extra={"NETCFG_NETNS": key[0]})
+
+    def _near_hooks(self, key: Key, now: float) -> bool:
+        """Its hooks run, or ended within LOOP_NEAR_S."""
+        return self.worker.busy(key) or now - self._ended_at.get(key, -1e9) < LOOP_NEAR_S
 
     def key_file_failed(self, key: Key, why: str) -> None:
         """A wireguard device's key file cannot be used (missing, not root's,

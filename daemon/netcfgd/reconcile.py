@@ -37,7 +37,7 @@ from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.model.tags import RTPROT_NETCFG
 from netcfg.plan import hooks as hook_plan
 from netcfg.plan.lower.lowering import lower
-from netcfg.plan.ops import NETNS_ADD, NETNS_DEL
+from netcfg.plan.ops import LINK_SET, NETNS_ADD, NETNS_DEL
 from netcfg.plan.scope import Selection
 
 from netcfgd.hooks import InterfaceHooks, NamespaceHooks
@@ -444,6 +444,13 @@ class Reconciler:
             for key in outcome.hook_runner.plan.cycles:
                 if key in came:
                     self.interface_hooks.repaired(key)
+            # Set back just after its hooks ran, and not brought up by this
+            # pass (whose own up lines follow its writes): a hook's change.
+            for op in operations:
+                key = (op.netns, op.name)
+                if op.action == LINK_SET and op.params and key not in came:
+                    self.interface_hooks.set_back(
+                        key, " ".join(f"{k}={v}" for k, v in op.params.items()))
         result.requests += outcome.requests
         result.operations += len(operations)
         by_netns: dict[str, list[str]] = {}

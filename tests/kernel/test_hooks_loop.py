@@ -184,3 +184,15 @@ def test_a_clients_failing_pre_up_still_fails_its_apply(make_daemon, tmp_path):
     assert "previous state was restored" in done.stderr
     assert link("", "hla") is None
     assert daemon.status()["daemon"]["ready"]
+
+
+def test_a_repair_that_sets_back_what_a_hook_changed_says_so(make_daemon, tmp_path):
+    """M1's second half: a post-up that changes what the config declares
+    (mtu 1400 beside `mtu 1500`) was undone by the next pass, silently.
+    netcfgd keeps to the config, and status names the hook's change."""
+    text = bridge("hl7", 8, "mtu 1500", "post-up ip link set $IFACE mtu 1400")
+    daemon = make_daemon(text, preapply=False)
+    wait_for(lambda: any("set mtu=1500 back right after its hooks ran" in line
+                         for ns in daemon.status()["namespaces"] for line in ns["hooks"]),
+             REPAIR_BOUND_S, "the set-back in status")
+    assert link("", "hl7")["mtu"] == 1500
