@@ -38,6 +38,15 @@ pytestmark = pytest.mark.skipif(not _kernel_has_batadv(),
                                 reason="VM tier: needs the batman-adv module (make test-vm)")
 
 
+@pytest.fixture(autouse=True)
+def _leave_nothing():
+    """The tier's tests share one VM namespace: what these made by hand and
+    the meshes go (another test's `show` would read them)."""
+    yield
+    for name in ("bat0", "bat-pad-cty", "tap0", "tap1", "dummy-pad-cty", "vlan1234"):
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
 def link(name: str) -> dict:
     out = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", name], check=True,
                          capture_output=True, text=True).stdout
