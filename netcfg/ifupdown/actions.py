@@ -122,7 +122,7 @@ def brought_up(model: Model, names: list[str]) -> Model:
     devices, ports, slaves), as `ifup NAME` brings up a stanza that has no
     `auto` line: with its addresses and routes (ifupdown2 picks by `auto`
     only under -a). A device with `link-down yes` stays down."""
-    work = [k for k in keys_named(model, names)]
+    work = list(keys_named(model, names))
     up: set[Key] = set()
     while work:
         key = work.pop()

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from vm_helpers import kernel_can
 
 from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
@@ -27,14 +28,7 @@ IFUPDOWN2 = CORPUS / "ifupdown2" / "examples-batman_adv-interfaces_batman.interf
 NG_L63 = CORPUS / "ifupdown-ng" / "ifupdown-ng-doc-interfaces-batman-L63.interfaces"
 
 
-def _kernel_has_batadv() -> bool:
-    made = subprocess.run(["ip", "link", "add", "batprobe0", "type", "batadv"],
-                          capture_output=True)
-    subprocess.run(["ip", "link", "del", "batprobe0"], capture_output=True)
-    return made.returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not _kernel_has_batadv(),
+pytestmark = pytest.mark.skipif(not kernel_can("batprobe0", "type", "batadv"),
                                 reason="VM tier: needs the batman-adv module (make test-vm)")
 
 

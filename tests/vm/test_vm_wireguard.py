@@ -20,7 +20,7 @@ import textwrap
 import time
 
 import pytest
-from vm_helpers import netcfgd, ping
+from vm_helpers import kernel_can, netcfgd, ping
 
 from netcfg.apply.execute import ApplyFailed, apply, revert
 from netcfg.compile.emit import emit_model
@@ -31,14 +31,7 @@ from netcfg.kinds.wireguard import key_text, public_key
 from netcfg.model.tags import NETNS_MARK
 
 
-def _kernel_has_wireguard() -> bool:
-    made = subprocess.run(["ip", "link", "add", "wgprobe0", "type", "wireguard"],
-                          capture_output=True)
-    subprocess.run(["ip", "link", "del", "wgprobe0"], capture_output=True)
-    return made.returncode == 0
-
-
-VM_TIER = pytest.mark.skipif(not _kernel_has_wireguard(),
+VM_TIER = pytest.mark.skipif(not kernel_can("wgprobe0", "type", "wireguard"),
                              reason="VM tier: needs the wireguard module (make test-vm)")
 
 CONFIG = textwrap.dedent("""\
