@@ -185,6 +185,7 @@ def render(results: list[Checked]) -> str:
               f"{by_unjudged[s]} | {both[s]} | {same[s]} |"
               for s, n in sorted(by_source.items())]
     lines += _peer_summary(results, current)
+    lines += _others_summary(results, current, applied)
     first = Counter(r.attributes[0] for r in results if not r.accepted)
     anywhere = Counter(a for r in results if not r.accepted for a in r.attributes)
     only = Counter(r.attributes[0] for r in results
@@ -355,6 +356,64 @@ def _peer_summary(results: list[Checked], current: dict) -> list[str]:
                          f"{', '.join(f'`{_cell(a)}`' for a in r.attributes)} | "
                          f"{_cell(peer_refusal_cause(message, True))} | "
                          f"{peers.peer_cell(current[r.name])} |")
+    return lines
+
+
+# What "a peer fails on it too" is, for a file no peer applies: each peer that read it
+# refused it in its check, or its apply failed (exit or a logged error).
+def peers_fail(record: dict | None) -> bool:
+    if record is None:
+        return False
+    applies = record.get("apply") or {}
+    judged = [v for v in applies.values() if v["status"] not in ("skipped",)]
+    if judged:
+        return all(v["status"] == "error" for v in judged)
+    fails = [record["ifupdown2"]["status"] == "no"]
+    if record["for_ifupdown"]:
+        fails.append(not record["ifupdown"]["accepts"])
+    return all(fails)
+
+
+# A refusal of a value no tool could apply: ifupdown2's syntax check passes such a line (it
+# reads it as text, or passes it to a hook) and its apply fails on it, as ifupdown's does.
+_BAD_VALUE = re.compile(r"is not an IPv4 or IPv6 address|expected a MAC address|"
+                        r"does not match|out of range|not a valid interface name|"
+                        r"is enslaved to both|the kernel keeps one tunnel of a kind per pair")
+
+
+def other_cause(result: "Checked", record: dict | None) -> str:
+    """Why netcfg refuses a file no peer applies (issue 22's second done-when)."""
+    message = result.errors[0][1] if result.errors else ""
+    if peers_fail(record):
+        return "a defect the peer fails on too"
+    if _BAD_VALUE.search(message):
+        return "a value no tool can apply (placeholder, typo, impossible setting)"
+    return "**open**: refused, and no peer fails on it"
+
+
+def _warning_count(result: "Checked") -> int:
+    return sum(1 for line in result.output.splitlines() if ": warning: " in line)
+
+
+def _others_summary(results: list["Checked"], current: dict, applied: set[str]) -> list[str]:
+    """Issue 22's second measure: every file no peer applies without an error is accepted
+    (its lines that do nothing here warned at their line) or refused at a line for a defect
+    a peer fails on too; each refusal is listed with its cause."""
+    others = [r for r in results if r.name not in applied]
+    accepted = [r for r in others if r.accepted]
+    warned = [r for r in accepted if _warning_count(r)]
+    refused = [r for r in others if not r.accepted]
+    causes = Counter(other_cause(r, current.get(r.name)) for r in refused)
+    lines = ["", f"**Files no peer applies without an error**: **{len(others)}**; netcfg "
+             f"accepts {len(accepted)} ({len(warned)} with warnings at their lines) and refuses "
+             f"{len(refused)}: " + ", ".join(f"{c} {n}" for c, n in causes.most_common()) + "."]
+    if refused:
+        lines += ["", "| file | line: netcfg's error | cause | peers |", "|---|---|---|---|"]
+        for r in sorted(refused, key=lambda r: (other_cause(r, current.get(r.name)), r.name)):
+            line, message = r.errors[0] if r.errors else (0, r.output.strip()[-200:])
+            lines.append(f"| {r.name} | {line}: {_cell(message)} | "
+                         f"{_cell(other_cause(r, current.get(r.name)))} | "
+                         f"{peers.peer_cell(current.get(r.name))} |")
     return lines
 
 
