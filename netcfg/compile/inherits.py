@@ -19,7 +19,8 @@ one (what a template is for: ifupdown 0.8 keeps the template's instead, which
 a file that relies on it would not write). The named stanza stays an interface
 of its own when an auto or allow-CLASS line names it, else only a template
 (resolve_inherits). A name no stanza declares and a cycle are errors at the
-line.
+line. A bare ``inherits`` on the iface line (no name) is a warning at the line:
+ifupdown2 ignores the word, ifupdown 0.8 refuses the file.
 
 Runs on the parsed stanzas before they are merged per interface
 (compile/build.py), so an inherited line is checked as if it were written in
@@ -29,6 +30,7 @@ the stanza, and located where it is written (the template's line).
 from __future__ import annotations
 
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
+from netcfg.compile.unsupported import inert_warning
 from netcfg.model.errors import Report
 from netcfg.model.model import IFACE
 from netcfg.spec import all_groups, group_attributes
@@ -95,6 +97,17 @@ class _Resolver:
     def _template_lines(self, stanza: Stanza, line: RawAttribute,
                         chain: tuple[Stanza, ...]) -> list[RawAttribute]:
         name = line.value.strip()
+        if not name and line.name == "inherits":
+            # `iface eth3 inet static inherits` (Debian ifupdown's testcase.15):
+            # ifupdown2 ignores the bare word and applies the stanza as written;
+            # ifupdown 0.8 refuses the file. netcfg does as ifupdown2 does.
+            self.report.diagnostics.append(inert_warning(
+                line.loc, f"{stanza.name}: 'inherits' names no stanza, so nothing is "
+                f"inherited: {stanza.name} is configured from its own lines, as ifupdown2 "
+                f"does (it ignores the bare word); Debian's ifupdown 0.8 refuses the file "
+                f"('inherits' keyword is missing a parameter). Name the stanza to take "
+                f"lines from (inherits eth0), or remove the word", "inherits"))
+            return []
         if not name or len(name.split()) != 1:
             self.report.error(line.loc, f"{stanza.name}: {line.name} needs the name of one "
                               f"iface stanza to take lines from, as in 'iface {stanza.name} "
