@@ -372,6 +372,8 @@ def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
     if p is None:
         p = pending[key] = _Pending(stanza.keyword, stanza.name, netns, stanza.loc)
     elif p.raws:
+        if stanza.family and stanza.family in p.methods:
+            _address_again(stanza, attributes, p.raws, report)
         attributes = _not_repeated(attributes, p.raws)
     if netns != ROOT_NETNS and p.netns_loc is None:
         p.netns_loc = placements[-1].loc
@@ -383,6 +385,32 @@ def _merge(stanza: Stanza, pending: dict, report: Report) -> None:
                          f"contradicts {earlier[0]} at {earlier[1]}", stanza.family)
         if stanza.method or not earlier:
             p.methods[stanza.family] = (stanza.method or "", stanza.loc)
+
+
+def _address_again(stanza: Stanza, attributes: list[RawAttribute],
+                   earlier: list[RawAttribute], report: Report) -> None:
+    """An address a later `iface NAME FAMILY METHOD` stanza writes again: Debian's
+    ifupdown 0.8 configures each stanza of an interface in turn, and the kernel
+    refuses the second add of an address it holds with the same prefix (EEXIST,
+    "ipv4: Address already assigned"), so its `ifup` fails there (Debian
+    ifupdown's testcase.1: eth3's 1.2.3.4/31 in two stanzas). The defect is
+    refused at the second line, as that peer fails on it."""
+    first = {word: r.loc for r in earlier if r.name == "address" for word in r.value.split()}
+    for a in attributes:
+        if a.name != "address":
+            continue
+        for word in a.value.split():
+            if word in first and "/" in word:
+                report.error(a.loc, f"{stanza.name}: address {word} is written again in "
+                             f"another 'iface {stanza.name} {stanza.family}' stanza (first at "
+                             f"{_at(first[word], a.loc)}); a device holds it once, and Debian's "
+                             f"ifupdown 0.8, which configures each stanza in turn, fails here "
+                             f"(the kernel: Address already assigned). Remove one", "address")
+
+
+def _at(loc: SourceLocation, here: SourceLocation) -> str:
+    """Where ``loc`` is, as seen from a message located at ``here``."""
+    return f"line {loc.line}" if loc.file == here.file else f"{loc.file}:{loc.line}"
 
 
 def _not_repeated(attributes: list[RawAttribute], earlier: list[RawAttribute]) -> list[RawAttribute]:

@@ -434,14 +434,30 @@ def _address(op: Operation, ctx: EncodeContext) -> bytes:
     out = (ifaddrmsg(family, prefixlen, _index(op, ctx), scope=scope)
            + rtattr(IFA_LOCAL, packed)
            + rtattr(IFA_ADDRESS, ipaddress.ip_address(peer).packed if peer else packed))
-    if op.params.get("broadcast"):
-        out += rtattr(IFA_BROADCAST, ipaddress.ip_address(op.params["broadcast"]).packed)
+    broadcast = _broadcast(op.params.get("broadcast"), family, packed, prefixlen)
+    if broadcast:
+        out += rtattr(IFA_BROADCAST, broadcast)
     if op.params.get("metric") is not None:
         out += rtattr_u32(IFA_RT_PRIORITY, op.params["metric"])
     if op.params.get("label"):
         # `ip addr add A dev IF label IF:1` (an ifupdown alias stanza's).
         out += rtattr(IFA_LABEL, op.params["label"].encode() + b"\0")
     return out
+
+
+def _broadcast(value: str | None, family: int, packed: bytes, prefixlen: int) -> bytes | None:
+    """IFA_BROADCAST of an address-add: a written address, or iproute2's `brd +`
+    (the address's host bits set) and `brd -` (reset), computed per address as
+    `ip addr add` does (ipaddress.c), which sends none for a /31 or /32."""
+    if not value:
+        return None
+    if value not in ("+", "-"):
+        return ipaddress.ip_address(value).packed
+    if family != AF_INET or prefixlen > 30:
+        return None
+    host = (1 << (32 - prefixlen)) - 1
+    number = int.from_bytes(packed, "big")
+    return ((number | host) if value == "+" else (number & ~host)).to_bytes(4, "big")
 
 
 # "replace": the address is there already, with another metric

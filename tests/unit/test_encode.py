@@ -8,6 +8,7 @@ with nlmsg.parse_attrs, the way replies are.
 
 from __future__ import annotations
 
+import ipaddress
 import struct
 
 import pytest
@@ -600,3 +601,17 @@ def test_vni_add_and_del(ctx):
 def test_not_netlink():
     empty = StaticContext()
     assert encode(op(NETNS_ADD, "t1"), empty) == encode(op(NETNS_DEL, "t1"), empty) == []
+
+
+@pytest.mark.parametrize("value, address, expected", [
+    ("+", "1.2.3.4/24", "1.2.3.255"), ("-", "1.2.3.4/24", "1.2.3.0"),
+    ("+", "10.1.2.3/14", "10.3.255.255"), ("-", "1.2.3.4/30", "1.2.3.4"),
+    ("+", "1.2.3.4/31", None), ("-", "1.2.3.4/32", None),      # iproute2: none past /30
+    ("192.0.2.9", "1.2.3.4/24", "192.0.2.9"), (None, "1.2.3.4/24", None)])
+def test_broadcast_plus_and_minus_are_computed_per_address_as_iproute2(value, address,
+                                                                       expected):
+    """`broadcast +` / `-` (Debian ifupdown's testcase.1): `ip addr add A brd +|-`."""
+    from netcfg.netlink.encode import _broadcast
+    ip, _, length = address.partition("/")
+    got = _broadcast(value, AF_INET, ipaddress.ip_address(ip).packed, int(length))
+    assert got == (ipaddress.ip_address(expected).packed if expected else None)

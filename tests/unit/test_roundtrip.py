@@ -27,6 +27,7 @@ ipv4 = st.integers(1, 2**32 - 2).map(lambda n: str(ipaddress.IPv4Address(n)))
 ipv6 = st.integers(1, 2**128 - 2).map(lambda n: str(ipaddress.IPv6Address(n)))
 ip = ipv4 | ipv6
 DOTTED_QUAD = "^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$"
+BROADCAST = "^([0-9]+[.][0-9]+[.][0-9]+[.][0-9]+|[-+])$"
 
 
 def _iface_address():
@@ -96,8 +97,10 @@ def value_strategy(spec: AttributeSpec):
         return st.integers(schema.get("minimum", 0), min(schema.get("maximum", 2**31), 2**31))
     if spec.type == "array":
         return st.lists(ifname, min_size=1, max_size=3)
-    if schema.get("pattern") == DOTTED_QUAD:   # pointopoint, broadcast
+    if schema.get("pattern") == DOTTED_QUAD:   # pointopoint
         return ipv4
+    if schema.get("pattern") == BROADCAST:     # an address, or iproute2's + and -
+        return st.one_of(ipv4, st.sampled_from(["+", "-"]))
     if "pattern" in schema:
         return st.from_regex(r"/[a-z]{1,8}(/[a-z0-9.]{1,8}){0,2}", fullmatch=True) \
             if schema["pattern"].startswith("^/") else nsname
