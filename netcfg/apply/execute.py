@@ -389,9 +389,11 @@ def revert(result: ApplyResult, why: str) -> None:
 # ---------------------------------------------------------------- execution
 
 def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = None,
-             before_batch: Callable[[int], None] | None = None) -> int:
+             before_batch: Callable[[int], set[str]] | None = None) -> int:
     """Run the batches in order; returns the netlink write requests sent.
-    ``before_batch(number)``: the hooks that run before a batch (pre-up)."""
+    ``before_batch(number)``: the hooks that run before a batch (pre-up); it
+    returns the namespaces where lines ran, whose ifindexes are read again
+    (a line may have made the device the batch configures)."""
     if bulk is None:
         bulk = group_deletes(plan, session.managed())
     sent = 0
@@ -402,7 +404,9 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
     for number, batch in enumerate(plan.batches):
         _namespace_ops(batch, session)
         if before_batch is not None:
-            before_batch(number)
+            ran = before_batch(number)
+            if ran:
+                session.refresh_ifindexes(ran)
         by_netns: dict[str, list[Operation]] = {}
         ovs_ops = []
         for op in batch:

@@ -31,7 +31,9 @@ Output (stdout and stderr together) is logged and returned line by line.
 
 When: in each phase, the stanza's lines, then the phase's scripts (ifupdown2
 runs its addon modules, then scripts). pre-up before the batch that brings
-the interface up (failing: the apply is reverted; netcfg is transactional,
+the interface up, or, for a device the plan does not create, before the
+first batch that touches it (a line may make it: `pre-up brctl addbr
+$IFACE`; its ifindex is read again) (failing: the apply is reverted; netcfg is transactional,
 ifupdown2 3.0 only logs a warning), up and post-up once the apply is
 verified. Recorded down lines of removed interfaces: pre-down and down
 before the first batch, post-down after the apply. A failing up, post-up,
@@ -266,6 +268,7 @@ class Hooks:
     _script_dir: scripts.ScriptDirectory | None = None
     _gone: dict[Key, Stanza | None] = field(default_factory=dict)   # start()'s, for post-down
     _pre_up_ran: set[Key] = field(default_factory=set)   # deferred: by the worker, before
+    _pre_up_netns: set[str] = field(default_factory=set)   # where pre-up lines ran, unread
 
     @classmethod
     def for_plan(cls, desired: Model, plan, netns_dir: str, settings: HookSettings | None,
@@ -401,11 +404,17 @@ class Hooks:
             if self.pre_up_at.get(key) is None:
                 self._pre_up(key)
 
-    def before_batch(self, number: int, batch: Any = None) -> None:
-        """pre-up of what batch ``number`` brings up (failing: HookFailed)."""
+    def before_batch(self, number: int, batch: Any = None) -> set[str]:
+        """pre-up of what batch ``number`` brings up (failing: HookFailed).
+        Returns the namespaces where pre-up lines ran since the last call
+        (start()'s too): a line may have made a device (`pre-up brctl addbr
+        $IFACE`, `pre-up ip link add vxlan0 ...`) that the batch configures,
+        so the executor reads their ifindexes again."""
         for key in self.plan.cycles + self.plan.ups:
             if self.pre_up_at.get(key) == number:
                 self._pre_up(key)
+        ran, self._pre_up_netns = self._pre_up_netns, set()
+        return ran
 
     def after_verify(self) -> None:
         for key in self.plan.downs + self.plan.plan_downs:
@@ -464,6 +473,8 @@ class Hooks:
         self._mark_pending(key)
         if self.settings.deferred is not None and key in self._pre_up_ran:
             return      # the worker ran it before this pass (_gate)
+        if self._commands(self.stanzas[key], ("pre-up",)):
+            self._pre_up_netns.add(key[0])
         self._phases(self.stanzas[key], "up", ("pre-up",), stop_on_failure=True)
 
     def _commands(self, stanza: Stanza | None, phases: tuple[str, ...]) -> bool:
@@ -534,22 +545,29 @@ class Hooks:
 
 
 def _pre_up_batches(plan, lifecycle: Lifecycle) -> dict[Key, int]:
-    """The batch before which each interface's pre-up runs: the one that sets
-    it up (it exists by then, down), else the one that creates it; none
-    (start()) when the plan does not bring it up."""
+    """The batch before which each interface's pre-up runs. One the plan
+    creates: the batch that sets it up (it exists by then, down), else the one
+    that creates it. One it does not create (a NIC, or a device the pre-up
+    line itself makes: `pre-up brctl addbr $IFACE`): the first batch that
+    touches it, as ifupdown2 runs usercmds' pre-up before its address addon
+    sets the MTU, MAC and addresses. None (start()) when the plan does not
+    bring it up."""
     wanted = set(lifecycle.cycles + lifecycle.ups)
     set_up: dict[Key, int] = {}
     created: dict[Key, int] = {}
+    touched: dict[Key, int] = {}
     for number, batch in enumerate(plan.batches):
         for op in batch:
             key = (op.netns, op.name)
             if key not in wanted:
                 continue
+            touched.setdefault(key, number)
             if op.action == "link-up":
                 set_up.setdefault(key, number)
             elif op.action == "link-add":
                 created.setdefault(key, number)
-    return {**created, **set_up}
+    made = {**created, **{k: n for k, n in set_up.items() if k in created}}
+    return {**{k: n for k, n in touched.items() if k in set_up}, **made}
 
 
 def _name(key: Key) -> str:

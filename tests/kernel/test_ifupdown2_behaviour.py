@@ -156,6 +156,33 @@ def test_a_failing_pre_up_keeps_its_interface_down_and_the_apply_is_reverted(ses
     assert subprocess.run(["ip", "link", "show", "veth0"], capture_output=True).returncode != 0
 
 
+def test_a_device_its_own_pre_up_line_makes_is_configured_after_the_line(session, tmp_path):
+    """`pre-up brctl addbr $IFACE` (a Freifunk gateway), `pre-up ip link add vxlan0 ...`
+    (a Proxmox host): ifupdown2 runs the line, then sets the stanza's MAC, MTU and
+    addresses on the device it made. netcfg ran the line only before the batch that
+    brings the device up, after the one that sets its MAC: no such device, exit 3,
+    though `check` was ok (issue 22)."""
+    path, model = interfaces(tmp_path, """\
+        auto hookbr0
+        iface hookbr0 inet static
+            hwaddress 02:00:0a:0b:90:02
+            address 10.11.144.2/20
+            mtu 1400
+            pre-up ip link add $IFACE type bridge
+            post-down ip link del $IFACE
+        """)
+    try:
+        result = apply(model, session)
+        assert result.verified
+        made = link("hookbr0")
+        assert made["address"] == "02:00:0a:0b:90:02" and made["mtu"] == 1400
+        assert "UP" in made["flags"]
+        assert "10.11.144.2/20" in ip("-br", "addr", "show", "dev", "hookbr0")
+        assert apply(model, session).plan.batches == []     # nothing left to do
+    finally:
+        subprocess.run(["ip", "link", "del", "hookbr0"], capture_output=True)
+
+
 def test_dns_lines_go_to_the_namespaces_resolv_conf_and_the_hosts_resolver(
         session, tmp_path, monkeypatch):
     """Both paths point into the test's directory: the host's resolver is
