@@ -313,3 +313,21 @@ def test_explain_names_the_addresses_of_a_stanza_without_auto():
              "address eth6 10.1.1.1/24: netcfg only"]
     why = explain.explain(lines, text)
     assert set(why) == set(lines[:2]) and all(w.startswith("deliberate: ") for w in why.values())
+
+
+def test_explain_names_ifupdown2s_cache_race_on_a_device_a_pre_up_line_made():
+    """ifupdown2's address addon skips a device its netlink cache has not seen yet: on a
+    device made by its own `pre-up brctl addbr $IFACE`, no hwaddress and no address on
+    some runs. Only such a device's lines; the same lines on a NIC stay unexplained."""
+    text = ("auto donBR\niface donBR inet static\n  hwaddress 02:00:0a:0b:90:02\n"
+            "  address 10.11.144.2\n  netmask 255.255.240.0\n"
+            "  pre-up /sbin/brctl addbr $IFACE\n"
+            "auto eth0\niface eth0 inet static\n  address 10.1.1.1/24\n")
+    lines = ["link donBR address: ifupdown2 'ee:6b:6d:81:46:5e', netcfg '02:00:0a:0b:90:02'",
+             "address donBR 10.11.144.2/20: netcfg only",
+             "address eth0 10.1.1.1/24: netcfg only"]
+    why = explain.explain(lines, text)
+    assert set(why) == set(lines[:2])
+    assert all(w == explain.IFUPDOWN2_CACHE_RACE for w in why.values())
+    assert explain.ifupdown2_raced(lines, text) == {"donBR"}
+    assert explain.ifupdown2_raced(lines[2:], text) == set()
