@@ -394,8 +394,11 @@ def _address_again(stanza: Stanza, attributes: list[RawAttribute],
     refuses the second add of an address it holds with the same prefix (EEXIST,
     "ipv4: Address already assigned"), so its `ifup` fails there (Debian
     ifupdown's testcase.1: eth3's 1.2.3.4/31 in two stanzas). The defect is
-    refused at the second line, as that peer fails on it."""
-    first = {word: r.loc for r in earlier if r.name == "address" for word in r.value.split()}
+    refused at the second line, as that peer fails on it, when both stanzas are
+    in one file; a stanza another file adds (interfaces.d, Proxmox's SDN file)
+    repeats the host's lines by design and is merged, as ifupdown2 merges it."""
+    first = {word: r.loc for r in earlier if r.name == "address" and r.loc.file == stanza.loc.file
+             for word in r.value.split()}
     for a in attributes:
         if a.name != "address":
             continue
@@ -403,14 +406,9 @@ def _address_again(stanza: Stanza, attributes: list[RawAttribute],
             if word in first and "/" in word:
                 report.error(a.loc, f"{stanza.name}: address {word} is written again in "
                              f"another 'iface {stanza.name} {stanza.family}' stanza (first at "
-                             f"{_at(first[word], a.loc)}); a device holds it once, and Debian's "
+                             f"line {first[word].line}); a device holds it once, and Debian's "
                              f"ifupdown 0.8, which configures each stanza in turn, fails here "
                              f"(the kernel: Address already assigned). Remove one", "address")
-
-
-def _at(loc: SourceLocation, here: SourceLocation) -> str:
-    """Where ``loc`` is, as seen from a message located at ``here``."""
-    return f"line {loc.line}" if loc.file == here.file else f"{loc.file}:{loc.line}"
 
 
 def _not_repeated(attributes: list[RawAttribute], earlier: list[RawAttribute]) -> list[RawAttribute]:
