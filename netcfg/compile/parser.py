@@ -288,19 +288,11 @@ class _Parser:
         elif keyword == "source-directory":
             self._source_directory(" ".join(words), loc, source)
         elif keyword == "mapping":
-            # ifupdown runs the mapping's script when ifup is called, and its
-            # answer picks the stanza: a choice netcfg cannot know at check time
-            # (docs/compat.md, "mapping stanzas and patterns").
-            self.report.error(
-                loc,
-                f"'mapping {' '.join(words)}' is not supported: ifupdown runs its script "
-                "at ifup time to choose which stanza configures the interface, and netcfg "
-                "applies one declared state it checks beforehand; write the chosen stanza "
-                "under the interface's own name (iface eth0 inet static ...), or choose it "
-                "in a Mako template (% if ...)",
-                "mapping",
-            )
-            return []
+            # ifupdown's mapping: its `script` and `map` lines are the stanza's;
+            # the script runs when netcfg compiles (compile/runtime_choice.py).
+            stanza = Stanza("mapping", " ".join(words), loc)
+            self.config.mappings.append(stanza)
+            return [stanza]
         elif keyword == "vlan":
             # ifupdown2's `vlan BRIDGE.VID` stanza has one attribute,
             # bridge-igmp-querier-src (addons/bridgevlan.py), which it sets with
@@ -339,12 +331,8 @@ class _Parser:
         patterns = [w for w in words if "/" in w]
         if patterns:
             # ifupdown 0.8's `auto /eth*`, `auto mac/01:23:.../=foo`: matched against
-            # the interfaces present when ifup runs (docs/compat.md).
-            self.report.error(
-                loc, f"'{patterns[0]}' is an ifupdown pattern, matched against the "
-                "interfaces present when ifup runs; netcfg brings up the interfaces the "
-                "file names, checked beforehand: list them (auto eth0 eth1) or give a "
-                "range (auto eth[0-1]), with a stanza under each name", keyword)
+            # the interfaces present when netcfg compiles (compile/runtime_choice.py).
+            self.config.patterns.extend((keyword, w, loc) for w in patterns)
             words = [w for w in words if "/" not in w]
             if not words:
                 return

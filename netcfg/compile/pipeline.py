@@ -19,6 +19,7 @@ from netcfg.compile.jsonform import load_json, model_from_json
 from netcfg.compile.parser import parse
 from netcfg.compile.readfile import read_config_file
 from netcfg.compile.render import DEFAULT_RENDER_TIMEOUT_S, RenderedSource, Renderer
+from netcfg.compile.runtime_choice import choose_at_compile
 from netcfg.compile.sources import SourceLoader
 from netcfg.compile.syntax import ParsedConfig
 from netcfg.compile.unsupported import strict_errors
@@ -56,6 +57,9 @@ class ConfigSource:
     # --strict: a line that does nothing on this host (another program's
     # setting, compile/unsupported.py) is an error instead of a warning.
     strict: bool = False
+    # `ifup NAME...` (netcfg/ifupdown/): names brought up besides the auto and
+    # allow-CLASS ones, whose ifupdown mappings run (compile/runtime_choice.py).
+    brought_up: tuple[str, ...] = ()
 
     @property
     def directory(self) -> str:
@@ -177,6 +181,8 @@ def _compile(source: ConfigSource, state: bool = False) -> Compiled:
         # `source` lines: what they name must be there, regular files, and
         # all of them within the compile's bounds (netcfg/compile/sources.py).
         parsed = parse(sources, SourceLoader(renderer), report)
+        # ifupdown's mappings and patterns, chosen on this host now, as `ifup -n`.
+        choose_at_compile(parsed, report, brought_up=source.brought_up)
         model = build_objects(parsed, report)
     finish_model(model, report, requests=not state)
     check_interface_names(model, report)   # the implied ones too: all are known now

@@ -48,5 +48,11 @@ class ParsedConfig:
     # Debian ifupdown's `no-scripts NAME...`: the if-*.d scripts are not run for
     # these (their pre-up ... post-down lines still are), with where named.
     no_scripts: dict[str, SourceLocation] = field(default_factory=dict)
+    # ifupdown's `mapping GLOB...` stanzas (their `script` and `map` lines as
+    # attributes) and the `auto`/`allow-CLASS` words that are patterns
+    # (`auto /eth*`): (keyword, word, where), chosen at compile time
+    # (compile/runtime_choice.py).
+    mappings: list[Stanza] = field(default_factory=list)
+    patterns: list[tuple[str, str, SourceLocation]] = field(default_factory=list)
     # Files that turned lowering off with a `# netcfg: lower=off` pragma.
     lower_off_files: set[str] = field(default_factory=set)

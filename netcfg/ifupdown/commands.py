@@ -28,8 +28,9 @@ class State:
 
     ifile: InterfacesFile | None = None
 
-    def load(self, path: str, interfaces_format: str = "native") -> InterfacesFile:
-        self.ifile = load(path, interfaces_format)
+    def load(self, path: str, interfaces_format: str = "native",
+             brought_up: tuple[str, ...] = ()) -> InterfacesFile:
+        self.ifile = load(path, interfaces_format, brought_up)
         for warning in self.ifile.compiled.warnings:
             if warning.message.startswith(IMPERATIVE_NOTE):
                 continue   # ifupdown2's users write them to be run: no news to them
@@ -169,7 +170,7 @@ def _apply(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[s
 
 
 def cmd_ifup(args: argparse.Namespace, state: State) -> int:
-    ifile = state.load(args.interfaces, args.interfaces_format)
+    ifile = state.load(args.interfaces, args.interfaces_format, tuple(args.iflist))
     if args.syntax_check:
         return 0
     if args.print_dependency:

@@ -92,17 +92,19 @@ class InterfacesFile:
         return best.name if best is not None else None
 
 
-def load(path: str, interfaces_format: str = "native") -> InterfacesFile:
+def load(path: str, interfaces_format: str = "native",
+         brought_up: tuple[str, ...] = ()) -> InterfacesFile:
     """Compile ``path`` (``-`` for stdin); ConfigInvalid lists every error.
     netcfg knows a JSON model (`-t json`) by its content on stdin and by the
     .json name of a file: `-t json` on another file would be read as stanzas,
-    so it is refused rather than ignored."""
+    so it is refused rather than ignored. ``brought_up``: `ifup NAME...`'s names,
+    whose ifupdown mappings run as the auto ones' do (compile/runtime_choice.py)."""
     if interfaces_format == "json" and path != STDIN and not path.endswith(".json"):
         raise NetcfgError(f"-t json: netcfg reads a JSON model from a file named *.json or "
                           f"from stdin (-i -), not {path}")
     stdin_text = read_stdin() if path == STDIN else None
     source = ConfigSource(path=path, stdin_text=stdin_text,
-                          render_timeout=render_timeout_from_env())
+                          render_timeout=render_timeout_from_env(), brought_up=brought_up)
     return InterfacesFile(compile_config(source))
 
 

@@ -321,23 +321,21 @@ def test_attribute_outside_of_a_stanza():
     assert config.stanzas == [stanza("iface", "lo", 4, ("mtu", "100", 5))]
 
 
-def test_mapping_is_an_error_and_its_body_is_skipped():
+def test_a_mapping_stanza_keeps_its_lines_apart_from_the_interfaces():
+    """compile/runtime_choice.py runs it; the parser only collects it."""
     config, errors = parse_text(
         """\
-        mapping eth0
+        mapping eth0 eth1
             script /usr/local/sbin/map-scheme
             map HOME eth0-home
         iface eth0 inet dhcp
         """
     )
-    assert errors == [
-        "interfaces:1: error: 'mapping eth0' is not supported: ifupdown runs its script at "
-        "ifup time to choose which stanza configures the interface, and netcfg applies one "
-        "declared state it checks beforehand; write the chosen stanza under the "
-        "interface's own name (iface eth0 inet static ...), or choose it in a Mako "
-        "template (% if ...)"
-    ]
+    assert errors == []
     assert config.stanzas == [stanza("iface", "eth0", 4, family="inet", method="dhcp")]
+    assert config.mappings == [stanza("mapping", "eth0 eth1", 1,
+                                      ("script", "/usr/local/sbin/map-scheme", 2),
+                                      ("map", "HOME eth0-home", 3))]
 
 
 def test_name_errors_are_located():
@@ -476,18 +474,19 @@ def test_rendered_include_keeps_template_locations(tmp_path):
     ]
 
 
-def test_ifupdown_patterns_on_auto_lines_are_errors_the_names_kept():
-    """ifupdown 0.8's `auto /eth*` is matched on the host when ifup runs: an
-    error at the line (docs/compat.md); plain names on the line still count."""
+def test_ifupdown_patterns_on_auto_lines_are_kept_apart_the_names_kept():
+    """ifupdown 0.8's `auto /eth*` is matched when netcfg compiles
+    (compile/runtime_choice.py); plain names on the line count as before."""
     config, errors = parse_text(
         """\
         auto eth0 /eth* mac/01:23:45:67:89:ad/=foo
         iface eth0 inet dhcp
         """
     )
-    assert len(errors) == 1 and errors[0].startswith(
-        "interfaces:1: error: '/eth*' is an ifupdown pattern"), errors
+    assert errors == []
     assert list(config.auto) == ["eth0"]
+    assert [(k, w, loc.line) for k, w, loc in config.patterns] == [
+        ("auto", "/eth*", 1), ("auto", "mac/01:23:45:67:89:ad/=foo", 1)]
 
 
 def test_inherits_on_the_iface_line_is_a_line_of_the_stanza():
