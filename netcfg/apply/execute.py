@@ -55,7 +55,7 @@ from netcfg.plan.diff import PEER_NETNS_PARAM, diff
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, OVS_ACTIONS,
                              REMOVALS, ROUTE_ADD, Operation)
-from netcfg.plan.planner import Plan, build_plan
+from netcfg.plan.planner import Plan, build_plan, requires_order
 from netcfg.plan.scope import (ForeignPortsRefused, GroupDeletes, Selection, dhcp_devices,
                                foreign_port_drops, group_deletes, keep_guest_bridges,
                                managed_view, purge_target, without_namespaces)
@@ -279,7 +279,7 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
     """Plan from ``before`` to ``wanted``, execute, verify; revert on failure.
     ``stopping``: down()'s namespaces (its hooks only run down lines)."""
     with gc_paused():
-        plan = build_plan(scope.operations(wanted, before))
+        plan = build_plan(scope.operations(wanted, before), requires_order(wanted))
     plan.lowering = lowering
     plan.notes.extend(notes)
     bulk = group_deletes(plan, scope.session.managed())

@@ -300,7 +300,8 @@ class Hooks:
             lifecycle = decide.lifecycle(wanted, recorded, ())
         else:
             extra = settings.hook_lines
-            came = [k for k in decide.came_up(ops) if k not in held]
+            came = decide.requires_first([k for k in decide.came_up(ops) if k not in held],
+                                         desired)
             # Without a record only what the plan brings up can run anything:
             # a no-op dry run (`ifquery -c` on 4094 VLANs) looks at nothing.
             candidates = desired.interfaces if record is not None else {

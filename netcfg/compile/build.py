@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from netcfg.compile.inherits import resolve_inherits
 from netcfg.compile.legacy_tunnel import tunnel_lines
+from netcfg.compile.ng_dialect import left_to_executors, ng_lines
 from netcfg.compile.ovs_allow import allow_ovs_bridges
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
 from netcfg.compile.unsupported import INERT_NOTE_SYNTAXES, explain, inert_warning
@@ -41,7 +42,16 @@ PPP_METHOD = "ppp"   # ifupdown's `inet ppp`, left to pon/poff (_left_to_pppd)
 # netcfg's alias (IFLA_IFALIAS), printed back as alias. ifupdown-ng's forward
 # executor writes forward-ipv4/-ipv6 (yes|no) to the forwarding sysctls.
 LEGACY_NAMES = {"slaves": "bond-slaves", "description": "alias",
-                "forward-ipv4": "ip-forward", "forward-ipv6": "ip6-forward"}
+                "forward-ipv4": "ip-forward", "forward-ipv6": "ip6-forward",
+                # ifupdown-ng's names (its interface-file.c remaps ifupdown's and
+                # ifupdown2's to these) of lines netcfg has: its bond executor's
+                # members, its vrf executor's, its ipv6 executor's sysctls, and
+                # its dhcp executor's options (dhcpcd -h/-I/-i/-l, udhcpc -x).
+                "bond-members": "bond-slaves", "vrf-member": "vrf",
+                "ipv6-accept-ra": "accept-ra", "ipv6-autoconf": "autoconf",
+                "ipv6-dad-transmits": "dad-transmits",
+                "dhcp-hostname": "hostname", "dhcp-client-id": "client",
+                "dhcp-vendor": "vendor", "dhcp-leasetime": "leasetime"}
 
 
 @dataclass(slots=True)
@@ -66,12 +76,13 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     for stanza in resolve_inherits(parsed, report):
         written = stanza.name
         stanza = tunnel_lines(_alias_on_base(stanza, aliases, report))
+        stanza = ng_lines(stanza, report)   # ifupdown-ng's use/requires (ng_dialect.py)
         if stanza.keyword == IFACE and any(a.name == "netmask" for a in stanza.attributes):
             _fold_netmask(stanza, report)
         if written != stanza.name:
             _label_alias_addresses(stanza, written)
         _merge(stanza, pending, report)
-    to_pppd = _left_to_pppd(pending, report)
+    to_pppd = _left_to_pppd(pending, report) | left_to_executors(pending, report)
     _default_tunnel_source(pending)
     _bond_master_to_slaves(pending, report)
     allow_ovs_bridges(parsed, pending, report)

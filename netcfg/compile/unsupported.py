@@ -134,8 +134,59 @@ _INERT_NAMES = {
 
 # ifupdown-ng's `use EXECUTOR`: the executors whose work netcfg infers from
 # the stanza's other lines (bridge-ports makes a bridge, as in ifupdown2).
+# `use dhcp`, `use ipv6-ra` and `use ipv6-tempaddr` never get here: they are
+# netcfg's inet dhcp, accept-ra and privext (compile/ng_dialect.py).
 _NG_INFERRED = frozenset({"link", "static", "loopback", "bond", "bridge", "vlan", "vrf",
-                          "vxlan", "wireguard", "forward"})
+                          "vxlan", "wireguard", "forward", "ipv6", "gre", "tunnel", "batman",
+                          "vrrp", "mpls"})
+
+# ifupdown-ng's other executors (executors/linux/ at e42da09, and its test
+# suite's): what each does, for the warning of a `use` line netcfg does not
+# carry out. ifupdown2 ignores `use` lines (no addon reads them).
+_NG_EXECUTORS = {
+    "cake": "sets a CAKE queueing discipline on the interface (tc qdisc replace root dev IF "
+            "cake ...); netcfg configures no qdisc",
+    "cake-ingress": "makes an ifb device and redirects a device's ingress traffic to it (tc)",
+    "wifi": "starts wpa_supplicant (or runs iwconfig) for the interface",
+    "wireguard-quick": "runs wg-quick up IF from /etc/wireguard/IF.conf",
+    "ppp": "runs pon/poff for ppp-provider",
+    "ethtool": "runs ethtool with the stanza's ethtool-* lines",
+    "dhcp6": "is not one ifupdown-ng ships",
+    "mock-dependency-generator": "is its test suite's executor: it reports dependencies "
+                                 "(mock-depends) and configures nothing",
+    "mock": "is its test suite's executor and configures nothing",
+}
+
+# Settings of ifupdown-ng's executors netcfg does not run, by prefix: inert.
+_NG_SETTING_PREFIXES = (
+    ("cake-", "a setting of ifupdown-ng's cake executors, which set a CAKE queueing "
+              "discipline with tc (and, for cake-ingress, redirect a device's ingress traffic "
+              "to an ifb device); netcfg configures no qdisc, and ifupdown2 ignores the line "
+              "too"),
+    ("wifi-", "a setting of ifupdown-ng's wifi executor, which starts wpa_supplicant (or runs "
+              "iwconfig) for the interface; netcfg does not, and ifupdown2 ignores the line "
+              "too. Debian's wpasupplicant package reads wpa-ssid, wpa-psk and wpa-conf in its "
+              "own ifupdown hook instead"),
+    ("mock-", "a setting of ifupdown-ng's test-suite executor mock-dependency-generator "
+              "(dependencies it reports at run time); it configures nothing"),
+    ("vxrd-", "a setting of Cumulus Linux's vxrd (its VXLAN registration daemon, for "
+              "service-node replication), which Debian has not: nothing on this host reads "
+              "it, and Debian's ifupdown2 does nothing with it"),
+)
+
+# ifupdown-ng's dhcp executor's settings netcfg has no line for (the others,
+# dhcp-hostname, -client-id, -vendor, -leasetime, are netcfg's hostname,
+# client, vendor and leasetime: compile/build.py LEGACY_NAMES).
+_NG_DHCP = {
+    "dhcp-program": "chooses which DHCP client it runs (dhcpcd, dhclient or udhcpc); netcfg "
+                    "runs dhclient (dhcpcd where there is none)",
+    "dhcp-script": "gives the client its own hook script (dhcpcd -c, dhclient -sf, udhcpc -s); "
+                   "netcfg's client runs the distribution's",
+    "dhcp-config": "gives the client its own configuration file (dhcpcd -f, dhclient -cf); "
+                   "netcfg writes the client's own from the stanza's hostname, client, vendor "
+                   "and leasetime",
+    "dhcp-opts": "adds its words to the client's command line; netcfg passes none",
+}
 
 # Refused families, by prefix. Valid netcfg attributes with the same prefix
 # (bridge-mcsnoop) never get here: only unknown names are explained.
@@ -173,16 +224,16 @@ def explain(attribute: str, value: str = "", hooks_dir: str | None = None) -> Un
         return Unsupported(f"does nothing here: {_INERT_NAMES[attribute]}", True)
     if attribute == "use":
         return _ng_use(value)
+    if attribute in _NG_DHCP:
+        return Unsupported(f"does nothing here: ifupdown-ng's dhcp executor {_NG_DHCP[attribute]}"
+                           f"; ifupdown2 ignores the line too", True)
+    for prefix, reason in _NG_SETTING_PREFIXES:
+        if attribute.startswith(prefix):
+            return Unsupported(f"does nothing here: it is {reason}", True)
     if attribute == MPLS_ENABLE:
         return _mpls_enable(value)
     if attribute in _VRRP_NG:
         return Unsupported(_VRRP, False)
-    if attribute == "requires":
-        return Unsupported("ifupdown-ng's ordering dependency (bring these up first): netcfg "
-                           "does not order by it yet, and accepting it would claim an order "
-                           "the apply does not keep; netcfg orders by what the lines say "
-                           "(bridge-ports, bond-slaves, vlan-raw-device, vrf, routes' dev)",
-                           False)
     for prefix, hook in _HOOK_PREFIXES:
         if attribute.startswith(prefix):
             return Unsupported(_hook_reason(hook, hooks_dir or network_dir()), True)
@@ -266,20 +317,10 @@ def _ng_use(value: str) -> Unsupported:
                            "netcfg knows what the interface "
                            "is from its other lines (bridge-ports, bond-slaves, ...), as "
                            "ifupdown2 does", True)
-    if "dhcp" in other:
-        return Unsupported("'use dhcp' is ifupdown-ng's DHCP: write 'iface NAME inet dhcp' "
-                           "(or inet6 dhcp) for netcfg to run a DHCP client", False)
-    instead = [_NG_SPELLED[e] for e in other if e in _NG_SPELLED]
-    return Unsupported(f"ifupdown-ng's {', '.join(other)} executor: netcfg does not do what "
-                       "it does; remove the line or configure that with netcfg's own lines"
-                       + (f" ({'; '.join(instead)})" if instead else ""), False)
-
-
-# ifupdown-ng executors whose whole work is one netcfg line: the line to write.
-_NG_SPELLED = {
-    "ipv6-ra": "ipv6-ra writes accept_ra: write 'accept-ra 1', or 2 on a forwarding interface",
-    "ipv6-tempaddr": "ipv6-tempaddr writes use_tempaddr 2: write 'privext 2'",
-}
+    said = "; ".join(f"ifupdown-ng's {e} executor "
+                     f"{_NG_EXECUTORS.get(e, 'is not one netcfg knows')}" for e in other)
+    return Unsupported(f"does nothing here: {said}; netcfg does not run it, and ifupdown2 "
+                       "ignores the line too", True)
 
 
 def _hook_reason(hook: _Hook, hooks_dir: str) -> str:

@@ -13,17 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from netcfg.compile.build import PerPort
+from netcfg.compile.ng_dialect import requires_loops
 from netcfg.kinds import registry
 from netcfg.kinds.bridge_port import PORT_OPTIONS
-from netcfg.kinds.base import ENSLAVING_ROLES, LOWER, MASTER, STRUCTURAL_ROLES, Reference
+from netcfg.kinds.base import (ENSLAVING_ROLES, LOWER, MASTER, REQUIRES, STRUCTURAL_ROLES,
+                               Reference)
 from netcfg.model.errors import Report, did_you_mean
 from netcfg.model.model import IFACE, NETNS, ROOT_NETNS, VOLUME, ConfigObject, Model
 from netcfg.plan.graph import find_cycle
 from netcfg.plan.hooks import PHASES
 
 PHYSICAL = "physical"  # what an undeclared, unclaimed port name in the host namespace is
-# Roles under which an undeclared interface may be implied rather than an error.
-_IMPLYING_ROLES = (LOWER, *ENSLAVING_ROLES)
+# Roles under which an undeclared interface may be implied rather than an error
+# (ifupdown-ng's `requires` of a name with no stanza: its link executor brings
+# that device up).
+_IMPLYING_ROLES = (LOWER, *ENSLAVING_ROLES, REQUIRES)
 
 
 def finish_model(model: Model, report: Report, *, requests: bool = True) -> Model:
@@ -45,6 +49,7 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     _imply_namespaces(model)
     edges, needs = _resolve_references(model, report)
     _report_cycles(model, edges, report)
+    requires_loops(model, report)
     found = _Inventory.of(model)
     _bridge_port_forms(model, found, report)
     if not requests:
@@ -311,13 +316,13 @@ def _resolve_references(model: Model, report: Report) -> tuple[dict, dict]:
                         _report_dangling(model, obj, ref, report, elsewhere)
                         continue
                     work.append(target)
+                if not target.auto and section == IFACE and role in _IMPLYING_ROLES:
+                    needs.setdefault(obj, []).append((ref, target))
                 if role not in STRUCTURAL_ROLES:
                     continue
                 if out is None:
                     out = edges[obj] = []
                 out.append(target)
-                if not target.auto and section == IFACE and role in _IMPLYING_ROLES:
-                    needs.setdefault(obj, []).append((ref, target))
                 if role in ENSLAVING_ROLES:
                     # `key` is the enslaved device's; first master wins, a second is an error.
                     if masters.setdefault(key, obj_key) != obj_key:

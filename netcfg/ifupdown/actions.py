@@ -5,7 +5,8 @@ kernel: netcfg's apply, narrowed as ifupdown2 narrows, and its drift.
   kernel, so a reload touches only what the edit changed and removes what the
   file dropped (what netcfg made); devices nobody declared (guests' taps and
   veths) are never touched.
-- `ifup IFACE`: IFACE and what it needs (its ports, lower devices, master).
+- `ifup IFACE`: IFACE and what it needs (its ports, lower devices, master, what
+  ifupdown-ng's `requires` names), brought up first.
 - `ifdown IFACE`: the file as if IFACE were taken down: a device netcfg
   creates (bridge, bond, VLAN, ...) is deleted with the devices that sit on it;
   a physical port or `lo` stays, down, without the addresses and routes the
@@ -119,7 +120,8 @@ def without_absent_ports(model: Model, hotplug_only: set[str],
 
 def brought_up(model: Model, names: list[str]) -> Model:
     """``model`` with the named interfaces up, and what they need up (lower
-    devices, ports, slaves), as `ifup NAME` brings up a stanza that has no
+    devices, ports, slaves, what ifupdown-ng's `requires` names), as `ifup
+    NAME` brings up a stanza that has no
     `auto` line: with its addresses and routes (ifupdown2 picks by `auto`
     only under -a). A device with `link-down yes` stays down."""
     work = list(keys_named(model, names))
@@ -130,7 +132,7 @@ def brought_up(model: Model, names: list[str]) -> Model:
         if key in up or obj is None or obj.auto or obj.attrs.get("link-down"):
             continue
         up.add(key)
-        work.extend(references(obj, ("lower", "port", "slave")))
+        work.extend(references(obj, ("lower", "port", "slave", "requires")))
     if not up:
         return model
     interfaces = {k: (dataclasses.replace(o, auto=True) if k in up else o)

@@ -30,6 +30,7 @@ SLAVE = "slave"      # bond-slaves: referent becomes a slave of this bond
 MASTER = "master"    # `vrf NAME` on a member: this object's master is the referent
 PEER = "peer"        # veth peer
 ROUTE_DEV = "route-dev"
+REQUIRES = "requires"  # ifupdown-ng's `requires`: brought up first, not enslaved
 VOLUME_REF = "volume"
 NETNS_REF = "netns"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from netcfg.kinds import registry
 from netcfg.kinds.address_label import complete_labels
-from netcfg.kinds.base import LOWER, MASTER, PORT, ROUTE_DEV, Reference, Trait
+from netcfg.kinds.base import LOWER, MASTER, PORT, REQUIRES, ROUTE_DEV, Reference, Trait
 from netcfg.model.model import IFACE, ROOT_NETNS, ConfigObject, Model
 
 ETH_MAX_MTU = 65535    # most devices' max_mtu; lo and vrf say otherwise (kind.max_mtu)
@@ -53,11 +53,13 @@ class Common(Trait):
 
     def references(self, obj: ConfigObject):
         attrs = obj.attrs
-        if "vrf" not in attrs and "route" not in attrs:
+        if "vrf" not in attrs and "route" not in attrs and "requires" not in attrs:
             return ()  # most interfaces: no generator to build and run
         return self._references(obj)
 
     def _references(self, obj: ConfigObject):
+        for name in obj.attrs.get("requires", ()):
+            yield Reference("requires", REQUIRES, IFACE, obj.netns, name, obj.where("requires"))
         if "vrf" in obj.attrs:
             yield Reference("vrf", MASTER, IFACE, obj.netns, obj.attrs["vrf"], obj.where("vrf"))
         for route in obj.attrs.get("route", ()):

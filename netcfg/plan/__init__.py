@@ -11,13 +11,13 @@ from netcfg.model.model import Model
 from netcfg.plan.diff import diff
 from netcfg.plan.hooks import plan_notes
 from netcfg.plan.lower.lowering import lower
-from netcfg.plan.planner import Plan, build_plan
+from netcfg.plan.planner import Plan, build_plan, requires_order
 
 
 def make_plan(desired: Model, current: Model, lower_enabled: bool = True) -> Plan:
     with gc_paused():
         lowered, report = lower(desired, enabled=lower_enabled)
-        plan = build_plan(diff(lowered, current))
+        plan = build_plan(diff(lowered, current), requires_order(lowered))
     plan.notes.extend(plan_notes(lowered, plan.operations))
     plan.lowering = report
     return plan

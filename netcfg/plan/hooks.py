@@ -69,6 +69,33 @@ def came_up(operations) -> list[Key]:
     return list(dict.fromkeys((op.netns, op.name) for op in operations if op.action in _CAME_UP))
 
 
+def requires_first(keys: Iterable[Key], desired: Model) -> list[Key]:
+    """``keys`` with each interface after those of them it requires
+    (ifupdown-ng's `requires`), otherwise in the order given: their up and
+    post-up lines run in that order, as ifupdown-ng runs a required
+    interface's phases first. Compile refuses a loop; one here is cut."""
+    keys = list(keys)
+    if not any(desired.interfaces.get(k) is not None
+               and desired.interfaces[k].attrs.get("requires") for k in keys):
+        return keys
+    present, out, placed = set(keys), [], set()
+
+    def place(key: Key, visiting: set[Key]) -> None:
+        if key in placed or key in visiting:
+            return
+        visiting.add(key)
+        obj = desired.interfaces.get(key)
+        for name in (obj.attrs.get("requires") or ()) if obj is not None else ():
+            if (key[0], name) in present:
+                place((key[0], name), visiting)
+        placed.add(key)
+        out.append(key)
+
+    for key in keys:
+        place(key, set())
+    return out
+
+
 def went_down(operations) -> list[Key]:
     """Interfaces the plan sets down or deletes, in plan order."""
     return list(dict.fromkeys((op.netns, op.name) for op in operations

@@ -13,11 +13,11 @@ sorting each batch (every relation is a dict lookup).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netcfg.model.model import ROOT_NETNS
+from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.plan.diff import (LOWER_NETNS_PARAM, LOWER_PARAM, PEER_NETNS_PARAM, PEER_PARAM,
                               PORT_SUBJECT)
 from netcfg.plan.graph import CycleError, layered_order
@@ -275,8 +275,42 @@ def sort_key(op: Operation) -> tuple[int, str, str, str]:
     return (ACTION_INDEX[op.action], op.netns, op.name, op.subject)
 
 
-def build_plan(ops: Iterable[Operation]) -> Plan:
-    """Order ``ops`` into batches: removals first, then additions."""
+def requires_order(model: Model) -> dict[Key, list[Key]]:
+    """{interface: the interfaces it requires} of ``model``: ifupdown-ng's
+    `requires` lines (schemas/kinds/common.json), in the interface's namespace."""
+    return {key: [(key[0], name) for name in obj.attrs["requires"]]
+            for key, obj in model.interfaces.items() if obj.attrs.get("requires")}
+
+
+# ifupdown-ng brings what an interface requires up (create, pre-up, up) before
+# the interface itself (libifupdown/lifecycle.c). The same in a plan: a device
+# is created after the devices it requires are created, and set up after they
+# are set up. Not "created after they are up": a bridge that requires its
+# port (ifupdown-ng's `use bridge` + `requires bond0`) must exist before the
+# port joins it, and a port joins before it is set up.
+REQUIRES_ACTIONS = (LINK_ADD, LINK_UP)
+
+
+def _requires_edges(ops: list[Operation], requires: Mapping[Key, list[Key]]
+                    ) -> list[tuple[int, int]]:
+    """(prerequisite, dependent) index pairs that ``requires`` gives over ``ops``."""
+    at: dict[tuple[str, str, str], list[int]] = {}
+    for i, op in enumerate(ops):
+        if op.action in REQUIRES_ACTIONS:
+            at.setdefault((op.action, op.netns, op.name), []).append(i)
+    edges = []
+    for (action, netns, name), dependents in at.items():
+        for needed in requires.get((netns, name), ()):
+            for j in at.get((action, *needed), ()):
+                edges.extend((j, i) for i in dependents if i != j)
+    return edges
+
+
+def build_plan(ops: Iterable[Operation], requires: Mapping[Key, list[Key]] | None = None
+               ) -> Plan:
+    """Order ``ops`` into batches: removals first, then additions.
+    ``requires``: requires_order() of the wanted model (ifupdown-ng's
+    `requires`), which orders additions besides the rules."""
     unique = list({op.key: op for op in ops}.values())
     kept = drop_implied(unique)
     notes = []
@@ -288,6 +322,8 @@ def build_plan(ops: Iterable[Operation]) -> Plan:
     plan = Plan(notes=notes)
     for group, rules in ((removals, REMOVAL_RULES), (additions, ADDITION_RULES)):
         edges = dependencies(group, rules)
+        if requires and group is additions:
+            edges = list({*edges, *_requires_edges(group, requires)})
         deps: dict[int, list[int]] = {}
         for before, after in edges:
             deps.setdefault(after, []).append(before)

@@ -70,7 +70,8 @@ def inet6_spec(addr_gen_mode: int = 0, disable_ipv6: int = 0, conf_len: int = 60
 
 # The declared per-device sysctls, read from the devconf arrays (all 0 in inet6_spec).
 SYSCTLS_OFF = {"ip-forward": False, "ip6-forward": False, "arp-accept": False,
-               "accept-dad": 0, "dad-transmits": 0, "privext": 0, "accept-ra": 0}
+               "accept-dad": 0, "dad-transmits": 0, "privext": 0, "accept-ra": 0,
+               "autoconf": False}
 
 
 def test_declared_sysctls_read_from_the_devconf_arrays():
@@ -83,13 +84,14 @@ def test_declared_sysctls_read_from_the_devconf_arrays():
     v6[27] = 2   # DEVCONF_ACCEPT_DAD: 0, 1 or 2
     v6[10] = 2   # DEVCONF_USE_TEMPADDR: ifupdown's privext
     v6[3] = 1    # DEVCONF_ACCEPT_RA
+    v6[5] = 1    # DEVCONF_AUTOCONF
     spec = nested(IFLA_AF_SPEC, [
         nested(AF_INET, [rtattr(1, struct.pack("=33I", *v4))]),
         nested(AF_INET6, [rtattr(IFLA_INET6_CONF, struct.pack("=60i", *v6))])])
     got = parse_link(link("swp1", spec=spec))
     assert {k: got.attrs[k] for k in SYSCTLS_OFF} == \
         {"ip-forward": True, "ip6-forward": True, "arp-accept": True,
-         "accept-dad": 2, "dad-transmits": 3, "privext": 2, "accept-ra": 1}
+         "accept-dad": 2, "dad-transmits": 3, "privext": 2, "accept-ra": 1, "autoconf": True}
 
 
 def link(name: str, index: int = 5, flags: int = 0, mtu: int = 1500,

@@ -107,20 +107,26 @@ def test_typos_and_settings_ifupdown2_applies_stay_errors(tmp_path):
     assert ":5: error: br0: batman-gw-mode is not supported: a setting of batctl" in err
     assert ":6: error: br0: bridge-mcfoo is not supported: the kernel has it" in err
     assert ":7: error: br0: ovs-extra is not supported" in err
-    code, _, err = _run(["check", "-c", _write(tmp_path, "iface br1\n    requires br0\n")])
-    assert code == 1
-    assert ":2: error: br1: requires is not supported: ifupdown-ng's ordering dependency" in err
 
 
-def test_ifupdown_ng_use_is_inert_for_inferred_executors_and_refused_for_dhcp(tmp_path):
+def test_ifupdown_ng_use_is_inert_for_executors_netcfg_does_not_run(tmp_path):
+    """Issue 22's rule, reversed from refusing: `use dhcp` is inet dhcp
+    (tests/unit/test_ng_dialect.py); an executor netcfg infers or does not
+    run is a warning at its line, and --strict refuses it."""
     text = "auto bond0\niface bond0\n    use bond\n    bond-slaves eth0\n" \
-           "auto eth1\niface eth1\n    use dhcp\n"
-    code, _, err = _run(["check", "-c", _write(tmp_path, text)])
-    assert code == 1
+           "auto eth1\niface eth1\n    use cake\n    cake-bandwidth 1Gbit\n"
+    path = _write(tmp_path, text)
+    code, _, err = _run(["check", "-c", path])
+    assert code == 0, err
     assert ":3: warning: bond0: use does nothing here: it is ifupdown-ng's executor selection" \
         in err
-    assert ":7: error: eth1: use is not supported: 'use dhcp' is ifupdown-ng's DHCP: write " \
-           "'iface NAME inet dhcp'" in err
+    assert ":7: warning: eth1: use does nothing here: ifupdown-ng's cake executor sets a CAKE " \
+           "queueing discipline" in err
+    assert "ifupdown2 ignores the line too" in err
+    assert ":8: warning: eth1: cake-bandwidth does nothing here" in err
+    code, _, err = _run(["check", "--strict", "-c", path])
+    assert code == 1
+    assert ":7: error: eth1: use does nothing here" in err and "(refused: --strict)" in err
 
 
 def test_hook_package_lines_name_the_package_and_whether_its_hook_is_there(tmp_path,
