@@ -24,8 +24,9 @@ from netcfg.compile.values import parse_value, value_notes
 from netcfg.compile.vrrp import VRRP, vrrp_macvlans
 from netcfg.kinds import registry
 from netcfg.kinds.common import IPV6_MIN_MTU
-from netcfg.model.errors import Report, did_you_mean
+from netcfg.model.errors import Report, did_you_mean, quote
 from netcfg.model.location import SourceLocation
+from netcfg.model.names import IFNAME_RULES, ifname_problem
 from netcfg.model.model import IFACE, ROOT_NETNS, TARGET, ConfigObject, Model
 from netcfg.plan.hooks import PHASES as COMMAND_ATTRIBUTES
 from netcfg.spec import PORT, AttributeSpec, group_attributes, value_checker
@@ -646,8 +647,13 @@ def _mark_auto(parsed: ParsedConfig, model: Model, report: Report,
                not_ours: set[str] = frozenset(), aliases: dict[str, str] | None = None) -> None:
     """`auto NAME` brings up every interface called NAME, in any namespace.
 
-    A name on an auto line with no stanza is an interface that needs no
-    configuration (``auto lo``, a physical port): it is added as implied.
+    A name on an auto line that no stanza declares and nothing else names
+    (`auto eth0` alone) is not brought up: ifupdown2's `ifup -a` brings up
+    the stanzas an auto line names and no other (networkinterfaces.py sets
+    `auto` on a stanza's object; a bare name makes none), and ifupdown 0.8
+    says "Ignoring unknown interface eth0=eth0". A warning at the line says
+    so. A bare name that another stanza's line names (a bridge's port) comes
+    up with what names it, or not, as in ifupdown2.
     """
     by_name: dict[str, list[ConfigObject]] = {}
     for obj in model.interfaces.values():
@@ -662,8 +668,16 @@ def _mark_auto(parsed: ParsedConfig, model: Model, report: Report,
             for obj in objs:
                 obj.auto = True
             continue
-        claimed = registry.kind_claiming_name(name)
-        obj = ConfigObject(section=IFACE, name=name, kind=claimed.name if claimed else "physical",
-                           loc=loc, auto=True, implicit=True)
-        model.interfaces[obj.key] = obj
+        if report.errors or any(st.name == name for st in parsed.stanzas):
+            continue    # its stanza was refused (a bad family or method): the error says so
+        if any(name in attr.value.split() for st in parsed.stanzas for attr in st.attributes):
+            continue    # a port, a lower device: it comes up with what names it
+        why = ifname_problem(name)
+        if why is not None:     # as names.check_interface_names says it of a declared one
+            report.error(loc, f"{quote(name)}: not a valid interface name: {why} "
+                         f"({IFNAME_RULES})")
+            continue
+        report.warning(loc, f"auto {name}: no stanza declares {name}, so it is not brought "
+                       f"up (ifupdown2 and ifupdown configure only declared interfaces); "
+                       f"`iface {name} inet manual` brings it up")
 

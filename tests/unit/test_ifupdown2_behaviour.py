@@ -46,6 +46,23 @@ def test_what_an_up_device_needs_comes_up(tmp_path, text, up):
     assert result.warnings == []
 
 
+def test_an_auto_line_without_a_stanza_brings_nothing_up_and_says_so(tmp_path):
+    """`auto eth0` alone (Debian's reference file, issue 22): ifupdown2's `ifup -a` brings
+    up only stanzas an auto line names, ifupdown says "Ignoring unknown interface"; a
+    bare name that is a bridge's port still comes up with its bridge."""
+    result = compiled(tmp_path, """\
+        auto eth0
+        auto eno1
+        auto vmbr0
+        iface vmbr0
+            bridge-ports eno1
+        """)
+    assert brought_up(result) == {"vmbr0", "eno1"}
+    assert not any(obj.name == "eth0" for obj in result.model.interfaces.values())
+    assert [w for w in result.warnings if "auto eth0: no stanza declares eth0" in w.message]
+    assert not [w for w in result.warnings if "eno1" in w.message]
+
+
 def test_a_port_of_a_bridge_that_stays_down_stays_down(tmp_path):
     result = compiled(tmp_path, """\
         iface eno1 inet manual
