@@ -337,7 +337,7 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
                   if re.match(r"\s*(auto|allow-\S+)\s", ln) for n in ln.split()[1:]}
     unbrought: dict[str, set[str]] = {}
     for line in differences:
-        m = re.match(r"link (\S+) ", line)
+        m = re.match(r"link ([^\s:]+):? ", line)      # "link bond0: made by netcfg only"
         if m and (m.group(1) in ignored or m.group(1) in bonds):
             why[line] = "deliberate: `bond-master` on a slave (ifupdown2 3.0 ignores it)"
             continue

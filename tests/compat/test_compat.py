@@ -331,3 +331,15 @@ def test_explain_names_ifupdown2s_cache_race_on_a_device_a_pre_up_line_made():
     assert all(w == explain.IFUPDOWN2_CACHE_RACE for w in why.values())
     assert explain.ifupdown2_raced(lines, text) == {"donBR"}
     assert explain.ifupdown2_raced(lines[2:], text) == set()
+
+
+def test_explain_names_the_bond_only_bond_master_lines_make():
+    """A bond with bond-* settings and no bond-slaves, its slaves naming it by bond-master
+    (traps-L189): ifupdown2 3.0 makes no bond at all; the `link bond0: made by netcfg
+    only` line is the deliberate bond-master one too, not only the slaves' lines."""
+    text = ("auto eno1\niface eno1 inet manual\n  bond-master bond0\n"
+            "auto bond0\niface bond0 inet manual\n  bond-mode balance-alb\n")
+    lines = ["link bond0: made by netcfg only (bond)", "link eno1 master: ifupdown2 None, "
+             "netcfg 'bond0'", "link br9: made by netcfg only (bridge)"]
+    why = explain.explain(lines, text)
+    assert set(why) == set(lines[:2]) and all("bond-master" in w for w in why.values())
