@@ -83,7 +83,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
         if written != stanza.name:
             _label_alias_addresses(stanza, written)
         _merge(stanza, pending, report)
-    to_pppd = _left_to_pppd(pending, report) | left_to_executors(pending, report)
+    to_pppd = left_to_executors(pending, report, _left_to_pppd(pending, report))
     _default_tunnel_source(pending)
     _bond_master_to_slaves(pending, report)
     allow_ovs_bridges(parsed, pending, report)

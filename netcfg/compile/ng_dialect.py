@@ -159,12 +159,14 @@ def _line(stanza: Stanza, name: str):
     return raw.loc if raw is not None else stanza.loc
 
 
-def left_to_executors(pending: dict, report: Report) -> set[str]:
+def left_to_executors(pending: dict, report: Report, left: set[str] = frozenset()) -> set[str]:
     """Interfaces whose device only an ifupdown-ng executor netcfg does not
     run makes (``_MAKES_THE_DEVICE``): left out of the model with a warning
     at the `use` line (--strict refuses it), so netcfg never takes the
-    executor's device for a missing port. Returns the names left out."""
-    names = set()
+    executor's device for a missing port. ``left``: the names already left
+    out (to pppd). Returns all the names left out, after taking them out of
+    the others' `requires` lines (``_requires_without``)."""
+    names = set(left)
     for key, p in list(pending.items()):
         if p.section != IFACE:
             continue
@@ -181,7 +183,33 @@ def left_to_executors(pending: dict, report: Report) -> set[str]:
                 raw.loc, f"{p.name}: use {made_by} does nothing here: {why}; the stanza is "
                 f"left alone (ifupdown2 ignores the line too)", USE))
             break
+    _requires_without(pending, names, report)
     return names
+
+
+def _requires_without(pending: dict, left: set[str], report: Report) -> None:
+    """`requires` of an interface another program makes (pppd's ppp0): netcfg
+    cannot wait for it, and naming it would make netcfg take it for a device
+    of the host and set it up. It is taken out of the line, with a warning
+    there (--strict refuses it): the interface comes up without waiting."""
+    if not left:
+        return
+    for p in pending.values():
+        if p.section != IFACE:
+            continue
+        for index, raw in enumerate(p.raws):
+            if raw.name != REQUIRES:
+                continue
+            words = raw.value.split()
+            gone = [w for w in words if w in left]
+            if not gone:
+                continue
+            kept = [w for w in words if w not in left]
+            report.diagnostics.append(inert_warning(
+                raw.loc, f"{p.name}: requires {' '.join(gone)} does nothing here: another "
+                f"program makes {', '.join(gone)} (the warning at its stanza says which), so "
+                f"netcfg cannot wait for it; {p.name} comes up without waiting", REQUIRES))
+            p.raws[index] = RawAttribute(REQUIRES, " ".join(kept), raw.loc)
 
 
 def requires_loops(model: Model, report: Report) -> None:

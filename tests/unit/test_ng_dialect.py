@@ -225,3 +225,19 @@ def test_ppp_provider_is_inet_ppp_and_vxrd_is_inert(tmp_path):
     assert "pon isp" in inert[(2, "inet")]
     assert "Cumulus Linux's vxrd" in inert[(7, "vxrd-src-ip")]
     assert ("", "ppp0") not in result.model.interfaces
+
+
+def test_requires_of_a_device_another_program_makes_is_taken_out(tmp_path):
+    # pppd makes ppp0: netcfg cannot wait for it, nor take it for a NIC.
+    result = compiled(tmp_path, """\
+        auto ppp0 tun0
+        iface ppp0 inet ppp
+            provider isp
+        iface tun0
+            requires ppp0
+        """)
+    assert set(result.model.interfaces) == {("", "tun0")}
+    assert not _iface(result, "tun0").attrs.get("requires")
+    inert = {(d.loc.line, d.attribute): d.message for d in result.warnings
+             if isinstance(d, InertLine)}
+    assert "tun0: requires ppp0 does nothing here" in inert[(5, "requires")]
