@@ -15,7 +15,7 @@ import ipaddress
 from dataclasses import dataclass, field
 
 from netcfg.compile.inherits import resolve_inherits
-from netcfg.compile.legacy_tunnel import tunnel_lines
+from netcfg.compile.legacy_tunnel import local_from_device, tunnel_lines
 from netcfg.compile.ng_dialect import left_to_executors, ng_lines
 from netcfg.compile.ovs_allow import allow_ovs_bridges
 from netcfg.compile.syntax import ParsedConfig, RawAttribute, Stanza
@@ -76,7 +76,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
     aliases: dict[str, str] = {}
     for stanza in resolve_inherits(parsed, report):
         written = stanza.name
-        stanza = tunnel_lines(_alias_on_base(stanza, aliases, report))
+        stanza = tunnel_lines(_alias_on_base(stanza, aliases, report), report)
         stanza = ng_lines(stanza, report)   # ifupdown-ng's use/requires (ng_dialect.py)
         if stanza.keyword == IFACE and any(a.name == "netmask" for a in stanza.attributes):
             _fold_netmask(stanza, report)
@@ -85,6 +85,7 @@ def build_objects(parsed: ParsedConfig, report: Report) -> Model:
         _merge(stanza, pending, report)
     to_pppd = left_to_executors(pending, report, _left_to_pppd(pending, report))
     _default_tunnel_source(pending)
+    local_from_device(pending, report)
     _bond_master_to_slaves(pending, report)
     allow_ovs_bridges(parsed, pending, report)
     virtual = _address_virtual_to_macvlans(pending, report)

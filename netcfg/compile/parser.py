@@ -225,7 +225,8 @@ class _Parser:
             head, _, rest = line.partition(" ")
             if "\t" in head:
                 head, _, more = head.partition("\t")
-                rest = f"{more} {rest}"
+                # `key<TAB>value` alone on its line: no space for a trailing blank.
+                rest = f"{more} {rest}" if rest else more
             if "#" in rest and head.replace("_", "-") not in COMMAND_ATTRIBUTES:
                 # Hook lines keep theirs: the shell decides what is a comment there.
                 rest = strip_inline_comment(rest)

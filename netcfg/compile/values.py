@@ -78,7 +78,25 @@ def parse_address(word: str) -> str:
             return str(ipaddress.ip_interface(word))
         return str(ipaddress.ip_address(word))
     except ValueError:
-        raise ValueError(f"'{word}' is not an IPv4 or IPv6 address") from None
+        raise ValueError(_bad_prefix(word) or f"'{word}' is not an IPv4 or IPv6 address") \
+            from None
+
+
+def _bad_prefix(word: str) -> str | None:
+    """What is wrong with an address whose only fault is its prefix length
+    (ifupdown-ng's doc writes 192.0.2.23/42): said as such, since `ip addr
+    add` refuses it too."""
+    ip, _, prefix = word.partition("/")
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return None
+    most = address.max_prefixlen
+    if prefix.isdigit() and int(prefix) > most:
+        return (f"'{word}': prefix length /{prefix} is longer than an IPv{address.version} "
+                f"address (/{most} at most); write the network's prefix length (iproute2 "
+                f"refuses it too)")
+    return f"'{word}': '/{prefix}' is not a prefix length (0-{most})"
 
 
 def parse_ip(word: str) -> str:

@@ -46,11 +46,14 @@ from netcfg.netlink.read_parse import (DEFAULT_METRIC, S32, Link, RawRoute, getl
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.kinds.address_label import ADDRESS_LABEL
 from netcfg.kinds.common import ADDRESS_METRIC
+from netcfg.kinds.tunnel import DEV as TUNNEL_DEV
+from netcfg.kinds.tunnel import MODES as TUNNEL_MODES
 from netcfg.kinds.tunnel_kinds import is_fallback_device
 from netcfg.kinds.vxlan import PHYSDEV, REMOTE, SVCNODE, VNI, VNIFILTER
 from netcfg.netlink.fdb import RTM_GETNEIGH, fdb_dump, parse_remote
 
 PHYSICAL, LOOPBACK, LOOPBACK_NAME = "physical", "loopback", "lo"
+TUNNEL_KINDS = frozenset(kind for kind, _ in TUNNEL_MODES.values())
 # 127.0.0.1/8 on lo carries no IFA_PROTO, even on 6.18 (inetdev_event sets none).
 IPV4_LOOPBACK = "127.0.0.1/8"
 
@@ -173,6 +176,7 @@ def read_namespace(sock: RtnlSocket, netns: str,
         _read_port_vlans(sock, state)
     if any(o.kind == "vxlan" for o in state.interfaces.values()):
         _read_vxlans(sock, state)
+    _name_tunnel_devs(state)
     _read_addresses(sock, state, {link.index for link in links if link.flags & IFF_LOOPBACK})
     _read_routes(sock, state, foreign_routes)
     spent = sock.counters.since(before)
@@ -305,6 +309,21 @@ def _read_port_vlans(sock: RtnlSocket, state: NamespaceState) -> None:
         if obj.kind != "vxlan" or not obj.attrs.get("vxlan-vnifilter"):
             port.pop("bridge-vlan-vni-map", None)   # valid only there (kinds/vxlan.py)
         obj.attrs.update(port)
+
+
+def _name_tunnel_devs(state: NamespaceState) -> None:
+    """A tunnel's underlay device by name (IFLA_GRE_LINK, IFLA_IPTUN_LINK,
+    IFLA_VTI_LINK are ifindexes of its namespace; kinds/tunnel_kinds.py)."""
+    for name, obj in state.interfaces.items():
+        dev = obj.attrs.get(TUNNEL_DEV)
+        if not isinstance(dev, int) or obj.kind not in TUNNEL_KINDS:
+            continue
+        if dev in state.names:
+            obj.attrs[TUNNEL_DEV] = state.names[dev]
+        else:
+            del obj.attrs[TUNNEL_DEV]
+            state.notes.append(f"{name}: its underlay device (ifindex {dev}) is not in its "
+                               f"namespace; netcfg has no spelling for that")
 
 
 # A namespace whose devices are at least a quarter vxlans is read in one

@@ -34,12 +34,13 @@ from netcfg.model.model import ConfigObject
 MODE, ENDPOINT, LOCAL, TTL, TOS, DEV = ("tunnel-mode", "tunnel-endpoint", "tunnel-local",
                                        "tunnel-ttl", "tunnel-tos", "tunnel-dev")
 ENCAPLIMIT = "tunnel-encaplimit"
+PMTUDISC, IGNORE_DF = "tunnel-pmtudisc", "tunnel-ignore-df"
 # tunnel-endpoint any: a sit tunnel to every IPv4 host (remote any, the
 # kernel's 0.0.0.0): ifupdown's inet6 6to4 method, RFC 3056's relay-less
 # tunnel, whose IPv6 packets name their IPv4 destination. Only sit: the
 # other kinds would only receive.
 ANY, ANY_REMOTE_KIND = "any", "sit"
-SETTINGS = (MODE, ENDPOINT, LOCAL, TTL, TOS, ENCAPLIMIT)
+SETTINGS = (MODE, ENDPOINT, LOCAL, TTL, TOS, ENCAPLIMIT, DEV, PMTUDISC, IGNORE_DF)
 # tunnel-mode -> (the kernel's kind, the outer packets' IP version).
 MODES = {"gre": ("gre", 4), "gretap": ("gretap", 4), "ipip": ("ipip", 4), "sit": ("sit", 4),
          "vti": ("vti", 4), "ip6gre": ("ip6gre", 6), "ip6gretap": ("ip6gretap", 6),
@@ -51,6 +52,11 @@ NO_TTL = frozenset({"vti", "vti6"})
 NO_TOS = frozenset({"vti", "vti6", "ip6gre", "ip6gretap", "ip6tnl"})
 # The kinds whose packets carry RFC 2473's encapsulation limit option.
 ENCAP_LIMIT_KINDS = frozenset({"ip6gre", "ip6gretap", "ip6tnl"})
+# The IPv4 kinds with path MTU discovery (the DF bit: IFLA_GRE_PMTUDISC,
+# IFLA_IPTUN_PMTUDISC) and those with ignore-df (IFLA_GRE_IGNORE_DF).
+PMTUDISC_KINDS = frozenset({"gre", "gretap", "ipip", "sit"})
+IGNORE_DF_KINDS = frozenset({"gre", "gretap"})
+ALL_KINDS = frozenset(k for k, _ in MODES.values())
 
 
 class Tunnel(Kind):
@@ -98,19 +104,37 @@ class Tunnel(Kind):
         for attribute, kinds, why in (
                 (TTL, NO_TTL, "an IPsec tunnel's packets get XFRM's"),
                 (TOS, NO_TOS, "only IPv4 tunnels have a TOS"),
-                (ENCAPLIMIT, {k for k, _ in MODES.values()} - ENCAP_LIMIT_KINDS,
+                (ENCAPLIMIT, ALL_KINDS - ENCAP_LIMIT_KINDS,
                  "only ip6gre, ip6gretap and ip6tnl (ip6ip6, ipip6, any) tunnels carry an "
-                 "encapsulation limit")):
+                 "encapsulation limit"),
+                (PMTUDISC, ALL_KINDS - PMTUDISC_KINDS,
+                 "only gre, gretap, ipip and sit tunnels have path MTU discovery settings"),
+                (IGNORE_DF, ALL_KINDS - IGNORE_DF_KINDS,
+                 "only gre and gretap tunnels have ignore-df")):
             if attribute in obj.attrs and kind in kinds:
                 report.error(obj.where(attribute), f"{obj.label()}: {attribute} does nothing "
                              f"on tunnel-mode {mode}: {why}; remove it", attribute)
                 del obj.attrs[attribute]
-        if DEV in obj.attrs:
-            report.error(obj.where(DEV), f"{obj.label()}: {DEV} is not applied yet (netcfg "
-                         f"does not send the tunnel's underlay device, IFLA_*_LINK); remove "
-                         f"it to route the tunnel's packets by their destination", DEV)
-            del obj.attrs[DEV]
+        self._complete_df(obj, report)
         obj.kind = kind
+
+    def _complete_df(self, obj: ConfigObject, report) -> None:
+        """The DF settings in the kernel's terms: their defaults (pmtudisc on,
+        ignore-df off) are left out, as read-back leaves them; the pair the
+        kernel refuses is refused here. (iproute2 refuses nopmtudisc with a
+        fixed ttl on `ip tunnel add` and `ip link add type ipip|sit`; the
+        kernel takes it, and a sit tunnel made without a ttl reads back 64.)"""
+        if obj.attrs.get(IGNORE_DF) and obj.attrs.get(PMTUDISC, True):
+            # ipgre_netlink_parms: EINVAL for ignore_df while frag_off has IP_DF.
+            report.error(obj.where(IGNORE_DF), f"{obj.label()}: {IGNORE_DF} needs path MTU "
+                         f"discovery off: the kernel refuses ignore-df on a tunnel that sets "
+                         f"DF (Invalid argument); add 'tunnel-pmtudisc no' (gre-flags "
+                         f"nopmtudisc)", IGNORE_DF)
+            del obj.attrs[IGNORE_DF]
+        if obj.attrs.get(PMTUDISC) is True:
+            del obj.attrs[PMTUDISC]
+        if obj.attrs.get(IGNORE_DF) is False:
+            del obj.attrs[IGNORE_DF]
 
 
 KIND = Tunnel()

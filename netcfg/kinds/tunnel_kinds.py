@@ -12,14 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from netcfg.kinds.base import Kind
-from netcfg.kinds.tunnel import (ANY, ANY_REMOTE_KIND, ENCAPLIMIT, ENDPOINT, LOCAL, MODE,
-                                  SETTINGS, TOS, TTL)
-from netcfg.model.model import ConfigObject, Model
+from netcfg.kinds.base import LOWER, Kind, Reference
+from netcfg.kinds.tunnel import (ANY, ANY_REMOTE_KIND, DEV, ENCAPLIMIT, ENDPOINT, IGNORE_DF,
+                                  LOCAL, MODE, PMTUDISC, SETTINGS, TOS, TTL)
+from netcfg.model.model import IFACE, ConfigObject, Model
 from netcfg.spec import group_attributes
 
 # The table's words (the schema's param) and the tunnel-* attribute of each.
-WORDS = {"local": LOCAL, "remote": ENDPOINT, "ttl": TTL, "tos": TOS}
+# "link" (IFLA_*_LINK, tunnel-dev) is sent by the diff as the lower device
+# (params "link", as the vxlan's vxlan-physdev: netlink/encode.py) and read back as an ifindex,
+# which kernel/read.py names.
+LINK = "link"
+WORDS = {"local": LOCAL, "remote": ENDPOINT, "ttl": TTL, "tos": TOS, LINK: DEV,
+         "pmtudisc": PMTUDISC, "ignore_df": IGNORE_DF}
+# The kernel's values of the DF settings when none is sent (kinds/tunnel.py
+# leaves them out of the model): read back, they are left out too.
+DF_DEFAULTS = {"pmtudisc": 1, "ignore_df": 0}
 # ip6tnl's IFLA_IPTUN_PROTO carries the mode (IPPROTO_IPV6, IPPROTO_IPIP, 0).
 PROTO = "proto"
 # `ip -6 tunnel add` gives IPv6 tunnels a hop limit of 64 (iproute2's
@@ -75,13 +83,14 @@ class TunnelDevice(Kind):
         in one namespace: the kernel keeps one (ip_tunnel_find,
         ip6_tnl_locate, ip6gre_tunnel_find match on them, whatever the
         mode: an ip6ip6 and an ipip6 collide) and refuses the second with
-        EEXIST. netcfg sends no key nor underlay device, the other parts of
-        the match."""
+        EEXIST. The underlay device (tunnel-dev) is part of the match too;
+        netcfg sends no key, the other part."""
         seen: dict[tuple, ConfigObject] = {}
         for obj in model.interfaces.values():
             if obj.kind != self.name or obj.implicit:
                 continue
-            ends = (obj.netns, obj.attrs.get(LOCAL, ANY), obj.attrs.get(ENDPOINT, ANY))
+            ends = (obj.netns, obj.attrs.get(LOCAL, ANY), obj.attrs.get(ENDPOINT, ANY),
+                    obj.attrs.get(DEV))
             first = seen.setdefault(ends, obj)
             if first is not obj:
                 report.error(obj.where(ENDPOINT),
@@ -95,6 +104,12 @@ class TunnelDevice(Kind):
 
     def attribute_groups(self) -> tuple[str, ...]:
         return (self.name, "tunnel", *self.traits)
+
+    def references(self, obj: ConfigObject):
+        dev = obj.attrs.get(DEV)
+        if dev is not None:
+            # IFLA_*_LINK is an ifindex of the tunnel's own namespace.
+            yield Reference(DEV, LOWER, IFACE, obj.netns, dev, obj.where(DEV))
 
     def _table(self) -> dict[str, str]:
         """param -> this kind's internal attribute, from its schema."""
@@ -113,7 +128,9 @@ class TunnelDevice(Kind):
             elif param == FLAGS:
                 params[param] = IP6_TNL_F_IGN_ENCAP_LIMIT if limit == NO_ENCAP_LIMIT else 0
             elif attribute in obj.attrs:
-                if obj.attrs[attribute] != ANY:   # remote any: the kernel's when not sent
+                if param in DF_DEFAULTS:
+                    params[param] = int(obj.attrs[attribute])
+                elif obj.attrs[attribute] != ANY:   # remote any: the kernel's when not sent
                     params[param] = obj.attrs[attribute]
             elif param == "ttl" and self.ipv6:
                 params[param] = IPV6_HOP_LIMIT
@@ -136,6 +153,12 @@ class TunnelDevice(Kind):
             value = attrs.pop(internal, None)
             if param == PROTO:
                 attrs[MODE] = value or "any"
+            elif param in DF_DEFAULTS:
+                if value is not None and value != DF_DEFAULTS[param]:
+                    attrs[WORDS[param]] = bool(value)
+            elif param == LINK:
+                if value:   # 0: no underlay device
+                    attrs[DEV] = value   # an ifindex until kernel/read.py names it
             elif value is not None and value not in UNSPECIFIED:
                 attrs[WORDS[param]] = value
         attrs.setdefault(MODE, self.mode)

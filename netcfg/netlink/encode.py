@@ -60,7 +60,6 @@ from netcfg.kinds.common import IPV6_SETTINGS
 from netcfg.model.tags import NETCFG_GROUP, RTPROT_NETCFG
 from netcfg.netlink.attrs import INFO_DATA, LINK, NO_RESET, PORT, SETTINGS, SYSCTL, Encoder
 from netcfg.netlink.fdb import APPEND, RTM_DELNEIGH, RTM_NEWNEIGH, remote_entry
-from netcfg.netlink.nla import number as nla_number
 from netcfg.netlink.nlmsg import (RTMSG, RTA_MULTIPATH, RTA_PREFSRC, RTA_SRC, RTNH_F_ONLINK,
                                   parse_attrs,
                                   AF_BRIDGE, AF_INET, AF_INET6, BRIDGE_FLAGS_SELF, BRIDGE_VLAN_INFO,
@@ -93,9 +92,6 @@ CREATE = NLM_F_CREATE | NLM_F_EXCL
 
 # link-add params naming other devices (diff.LOWER_PARAM, diff.PEER_PARAM, ...).
 LOWER, LOWER_NETNS, PEER, PEER_NETNS = "link", "link_netns", "peer", "peer_netns"
-# Kinds whose lower device goes inside IFLA_INFO_DATA, not as IFLA_LINK (the
-# vxlan's vxlan-physdev: an ifindex of its own namespace).
-INFO_LOWER = {"vxlan": nla_number("IFLA_VXLAN_LINK")}
 
 
 class EncodeContext(Protocol):
@@ -267,8 +263,8 @@ def _link_add(op: Operation, ctx: EncodeContext) -> list[Request]:
         if param in consumed or param in genl:
             continue
         if param == LOWER:
-            if kind in INFO_LOWER:
-                data.append(rtattr_u32(INFO_LOWER[kind], ctx.ifindex(op.netns, value)))
+            if LOWER in table:   # IFLA_VXLAN_LINK, IFLA_GRE_LINK...: in the kind's own data
+                data.append(_value(op, param, table[LOWER], ctx.ifindex(op.netns, value)))
             else:
                 attrs += _lower(op, ctx)
         elif param == PEER and kind == "veth":

@@ -16,6 +16,7 @@ from test_netcfgd import make_daemon  # noqa: F401 - the fixture, shared
 
 from netcfg.apply.execute import apply
 from netcfg.cli.main import main
+from netcfg.compile.emit import emit_model
 from netcfg.compile.pipeline import ConfigSource, compile_config
 
 # Proxmox SDN's VXLAN zone (pve-network src/test/zones/vxlan/basic).
@@ -65,7 +66,7 @@ def sdn(*addresses: str) -> str:
 @pytest.fixture
 def cleanup():
     yield
-    for name in ("vxlan_myvnet", "myvnet", "vx0", "vx1", "under0"):
+    for name in ("vxlan_myvnet", "myvnet", "vx0", "vx1", "under0", "vx_ptp1", "vx_her"):
         subprocess.run(["ip", "link", "del", name], capture_output=True)
 
 
@@ -185,3 +186,47 @@ def test_netcfgd_puts_back_a_deleted_remote(make_daemon):  # noqa: F811 - the fi
     finally:
         for name in ("vxlan_myvnet", "myvnet"):
             subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+# ifupdown-ng's vxlan executor's keys (its doc/interfaces-vxlan.scd, lines
+# 118 and 131): vxlan-local-ip, and vxlan-peer-ips with one peer (`ip link
+# add ... remote IP`: the device's own destination) or several (one
+# `bridge fdb append 00:00:00:00:00:00 ... dst IP self permanent` each);
+# dstport 4789 unless vxlan-dstport says otherwise.
+NG = textwrap.dedent("""\
+    auto vx_ptp1
+    iface vx_ptp1
+    \tvxlan-id        2342
+    \tvxlan-local-ip  192.0.2.42
+    \tvxlan-peer-ips  198.51.100.23
+
+    auto vx_her
+    iface vx_her
+    \tvxlan-id\t1337
+    \tvxlan-local-ip\t2001:db8:1::1
+    \tvxlan-peer-ips  2001:db8:2::23 2001:db8:3::42 2001:db8:4::84
+    \tvxlan-dstport 4790
+    """)
+
+
+def test_ifupdown_ng_vxlan_keys_make_what_its_executor_makes(session, tmp_path, cleanup):
+    path, desired = compiled(tmp_path, NG)
+    assert apply(desired, session).verified
+    ptp = info_data("vx_ptp1")
+    assert (ptp["id"], ptp["local"], ptp.get("remote"), ptp["port"]) == \
+        (2342, "192.0.2.42", "198.51.100.23", 4789), ptp
+    assert remotes("vx_ptp1") == ["198.51.100.23"]   # the kernel's own entry for `remote`
+    her = info_data("vx_her")
+    assert (her["id"], her.get("local6"), her["port"]) == (1337, "2001:db8:1::1", 4790), her
+    assert not {"group", "group6", "remote", "remote6"} & set(her), her
+    assert remotes("vx_her") == ["2001:db8:2::23", "2001:db8:3::42", "2001:db8:4::84"]
+    text = emit_model(session.read([""]), running=True)
+    assert "vxlan-remoteip" in text and "vxlan-svcnodeip 198.51.100.23" in text, text
+    again = apply(compile_config(ConfigSource(path="-", stdin_text=text)).model, session)
+    assert again.verified and again.requests == 0, [op.describe() for op in again.plan.operations]
+    # Drift: a peer's entry deleted by hand comes back.
+    run("bridge", "fdb", "del", "00:00:00:00:00:00", "dev", "vx_her", "dst", "2001:db8:3::42",
+        "self")
+    assert apply(desired, session).verified
+    assert remotes("vx_her") == ["2001:db8:2::23", "2001:db8:3::42", "2001:db8:4::84"]
+    assert apply(desired, session).requests == 0
