@@ -67,3 +67,26 @@ def test_patterns_and_a_mapping_choose_from_this_namespaces_links(session, tmp_p
     finally:
         for name in made:
             subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def test_ifup_name_runs_the_mapping_of_that_name(session, tmp_path, monkeypatch):
+    """The drop-in's `ifup eth0` (netcfg/ifupdown/): no auto line names eth0,
+    so only `ifup eth0` runs its mapping, as ifupdown's does."""
+    from netcfg.ifupdown.main import main
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
+    ip("link", "add", "eth0", "type", "veth", "peer", "name", "peer0")
+    try:
+        script = tmp_path / "map.sh"
+        script.write_text("#!/bin/sh\necho office\n")
+        script.chmod(0o755)
+        path = tmp_path / "interfaces"
+        path.write_text(f"mapping eth*\n  script {script}\n"
+                        "iface office inet static\n  address 192.0.2.7/24\n")
+        monkeypatch.setenv("NETCFG_INTERFACES", str(path))
+        assert main(["ifup", "-a"]) == 0
+        assert inet("eth0") == []
+        assert main(["ifup", "eth0"]) == 0
+        assert inet("eth0") == ["192.0.2.7/24"]
+    finally:
+        subprocess.run(["ip", "link", "del", "eth0"], capture_output=True)
