@@ -98,6 +98,9 @@ class Kind(Trait):
     traits: tuple[str, ...] = ("common", "bridge-port")
     # False for devices netcfg configures but never creates or deletes.
     creatable: bool = True
+    # Up though no auto line names it: the loopback, which systemd brings up at
+    # boot and ifupdown2 never takes down ("cannot bring loopback interface down").
+    up_without_auto: bool = False
     # A change to one of these means delete and re-create the device; the
     # registry adds those the schema declares "mutable": false.
     immutable_attributes: frozenset[str] = frozenset()

@@ -177,8 +177,10 @@ def _check_address_conflicts(addressed: list[ConfigObject], report) -> None:
 
 
 def is_up(obj: ConfigObject) -> bool:
-    """Up once applied: on an auto line and not link-down (plan/diff.is_up)."""
-    return obj.auto and not obj.attrs.get("link-down")
+    """Up once applied: on an auto line (or a loopback) and not link-down
+    (plan/diff.is_up)."""
+    return (obj.auto or registry.kind(obj.kind).up_without_auto) and \
+        not obj.attrs.get("link-down")
 
 
 def _related(obj: ConfigObject, model: Model, role: str) -> list[ConfigObject]:

@@ -21,6 +21,9 @@ class Loopback(Kind):
     # A loopback is never a bridge port, so only the common attributes apply.
     traits = ("common",)
     creatable = False
+    # `iface lo inet loopback` without `auto lo` (ifupdown-ng's vlan-complex
+    # fixture): ifupdown2 leaves lo up; a stanza without auto must not take it down.
+    up_without_auto = True
     # The kernel's lo carries no IFLA_INFO_KIND; read-back recognises it by name.
     info_kind = None
     kernel_bytes = 0  # exists anyway; nothing to save or spend

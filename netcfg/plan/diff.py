@@ -100,9 +100,15 @@ def diff(desired: Model, current: Model) -> list[Operation]:
 
 
 def is_up(obj: ConfigObject) -> bool:
-    """Administratively up: on an auto line and not link-down. Read back from
-    the kernel, auto is IFF_UP and link-down is absent."""
-    return obj.auto and not obj.attrs.get("link-down")
+    """Wanted administratively up: on an auto line (or a kind up without one, the
+    loopback) and not link-down."""
+    return (obj.auto or registry.kind(obj.kind).up_without_auto) and \
+        not obj.attrs.get("link-down")
+
+
+def is_up_now(cur: ConfigObject) -> bool:
+    """Up in the kernel: read back, auto is IFF_UP and link-down is absent."""
+    return cur.auto and not cur.attrs.get("link-down")
 
 
 def cycles_members(master: ConfigObject | None) -> bool:
@@ -396,7 +402,7 @@ class _Diff:
         had_master = c.masters.get(key) if cur is not None else None
         if had_master is not None and (had_master in self.fresh or had_master in self.deleted):
             had_master = None  # the kernel released it with the old master
-        current_up = cur is not None and is_up(cur)
+        current_up = cur is not None and is_up_now(cur)
         if want_master != had_master:
             if want_master is not None:
                 if current_up and downs_members(d.ifaces.get(want_master)):

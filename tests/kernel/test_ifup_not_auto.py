@@ -128,3 +128,21 @@ def test_ifupdown2_itself_does_the_same(tmp_path, prefix):
     assert [f"{a['local']}/{a['prefixlen']}" for a in after_eth0[1][0]["addr_info"]
             if a["family"] == "inet"] == ["192.168.1.20/24"]
     assert [(r["gateway"], r["dev"]) for r in after_eth0[2]] == [("192.168.1.1", "eth0")]
+
+
+def test_a_loopback_stanza_without_auto_never_takes_lo_down(session, tmp_path):
+    """`iface lo inet loopback` with no `auto lo` (ifupdown-ng's vlan-complex
+    fixture): ifupdown2 leaves lo up ("cannot bring loopback interface down"),
+    and so does netcfg: its address is set, lo stays up, and lo found down is
+    brought up, as systemd brings it up at boot."""
+    path = tmp_path / "interfaces"
+    path.write_text("iface lo inet loopback\n    address 10.9.9.9/32\n")
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    model = compile_config(ConfigSource(path=str(path))).model
+    assert apply(model, session).verified
+    assert "UP" in link("lo")["flags"]
+    assert "10.9.9.9/32" in addresses("lo")
+    assert apply(model, session).requests == 0
+    subprocess.run(["ip", "link", "set", "lo", "down"], check=True)
+    assert apply(model, session).verified
+    assert "UP" in link("lo")["flags"]
