@@ -17,8 +17,8 @@ MAX_SECRET_BYTES = 4096
 
 
 def read_private_file(path: str, what: str, error: type[Exception],
-                      holds: str = "the secret") -> bytes:
-    """The first MAX_SECRET_BYTES of ``path``, or ``error`` naming ``what``,
+                      holds: str = "the secret", limit: int = MAX_SECRET_BYTES) -> bytes:
+    """The first ``limit`` bytes of ``path``, or ``error`` naming ``what``,
     the path and the fix. ``holds`` says what a reader would get (``the key``)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
@@ -34,6 +34,6 @@ def read_private_file(path: str, what: str, error: type[Exception],
         if st.st_mode & 0o077:
             raise error(f"{what} {path}: mode {stat.S_IMODE(st.st_mode):04o} lets group "
                         f"or others read {holds}; chmod 600 {path}")
-        return os.read(fd, MAX_SECRET_BYTES)
+        return os.read(fd, limit)
     finally:
         os.close(fd)

@@ -26,8 +26,9 @@ from netcfg.apply.secrets import read_private_file
 from netcfg.kernel.nl import NetlinkError
 from netcfg.kernel.session import KernelSession
 from netcfg.kernel.wireguard import DeviceConfig, keys, set_device
-from netcfg.kinds.wireguard import (FWMARK, LISTEN_PORT, PEER, PRIVATE_KEY_FILE, PUBLIC_KEY,
-                                    key_bytes, key_text, parse_peer, public_key)
+from netcfg.kinds.wireguard import (CONFIG_PATH, FWMARK, LISTEN_PORT, PEER, PRIVATE_KEY_FILE,
+                                    PUBLIC_KEY, key_bytes, key_text, parse_peer, public_key)
+from netcfg.kinds.wireguard_conf import ConfError, WgConf, parse_conf
 from netcfg.model.errors import EXIT_APPLY_FAILED_REVERTED, EXIT_INVALID_CONFIG, NetcfgError
 from netcfg.model.model import Model
 from netcfg.plan.ops import LINK_ADD, LINK_SET, Operation
@@ -66,6 +67,35 @@ def read_key_file(path: str, what: str) -> bytes:
                            f"as `wg genkey` writes)") from None
 
 
+# A setconf file with thousands of peers is bigger than a key file.
+MAX_CONF_BYTES = 4 << 20
+
+
+def read_conf_file(path: str, what: str) -> WgConf:
+    """A `wg setconf` file (kinds/wireguard_conf.py), checked as key files are:
+    it holds the private key."""
+    content = read_private_file(path, what, KeyFileError, holds="the private key",
+                                limit=MAX_CONF_BYTES)
+    try:
+        return parse_conf(content.decode("utf-8", errors="replace"), path)
+    except ConfError as e:
+        raise KeyFileError(f"{what}: {e}") from None
+
+
+def _from_conf(written: dict, what: str) -> tuple[dict, bytes | None]:
+    """The attributes (or op params) a config-path stanza stands for, and the
+    private key."""
+    conf = read_conf_file(written[CONFIG_PATH], what)
+    attrs = {a: v for a, v in written.items() if a != CONFIG_PATH}
+    for attribute, value in ((LISTEN_PORT, conf.listen_port), (FWMARK, conf.fwmark)):
+        if value is not None:
+            attrs[attribute] = value
+    attrs[PEER] = [p.text() for p in sorted(conf.peers)]
+    if conf.private_key is not None:
+        attrs[PUBLIC_KEY] = key_text(public_key(conf.private_key))
+    return attrs, conf.private_key
+
+
 def resolve(model: Model, session: KernelSession) -> Model:
     """``model`` with each wireguard device's key file replaced by its public
     key, and the peers without an endpoint noted (their learned endpoint is
@@ -76,6 +106,19 @@ def resolve(model: Model, session: KernelSession) -> Model:
     interfaces = dict(model.interfaces)
     known = keys(session.genl)
     for obj in devices:
+        if CONFIG_PATH in obj.attrs:
+            what = f"{obj.label()}: {CONFIG_PATH} (at {obj.where(CONFIG_PATH)})"
+            try:
+                attrs, private = _from_conf(obj.attrs, what)
+            except KeyFileError as e:
+                raise KeyFileError(str(e), obj.key) from None
+            if private is not None:
+                if any(parse_peer(t).public_key == attrs[PUBLIC_KEY] for t in attrs[PEER]):
+                    raise KeyFileError(f"{what}: its PrivateKey is the private half of one of "
+                                       f"its peers; a device cannot be its own peer", obj.key)
+                known.private[attrs[PUBLIC_KEY]] = private
+            obj = dataclasses.replace(obj, attrs=attrs)
+            interfaces[obj.key] = obj
         peers = [parse_peer(text) for text in obj.attrs.get(PEER, ())]
         known.endpointless[obj.key] = frozenset(
             p.public_key for p in peers if not p.endpoint)
@@ -114,7 +157,9 @@ def configure(op: Operation, session: KernelSession) -> int:
         return 0
     params = op.params
     config = DeviceConfig(op.name)
-    if PRIVATE_KEY_FILE in params:     # a plan made without resolve()
+    if CONFIG_PATH in params:          # a plan made without resolve()
+        params, config.private_key = _from_conf(params, f"{op.name}: {CONFIG_PATH}")
+    elif PRIVATE_KEY_FILE in params:   # a plan made without resolve()
         config.private_key = read_key_file(params[PRIVATE_KEY_FILE], f"{op.name}: "
                                            f"{PRIVATE_KEY_FILE}")
     elif params.get(PUBLIC_KEY):

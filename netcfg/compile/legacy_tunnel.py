@@ -98,6 +98,8 @@ def tunnel_lines(stanza: Stanza, report: Report | None = None) -> Stanza:
     names = {a.name for a in stanza.attributes}
     if names & VXLAN_NAMES.keys() or names.intersection(PEER_IPS):
         stanza = _vxlan_lines(stanza, report)
+    if "use" in names:
+        stanza = _wireguard_default(stanza, names)
     gre = bool(names & GRE_KEYS)
     if stanza.method not in TUNNEL_METHODS and "tunnel-mode" not in names and not gre \
             and not any(a.name == "mode" and a.value.strip() in TUNNEL_MODES
@@ -270,3 +272,17 @@ def _first_address(device, version: int) -> str | None:
             if interface.version == version:
                 return str(interface.ip)
     return None
+
+
+def _wireguard_default(stanza: Stanza, names: set[str]) -> Stanza:
+    """`use wireguard` alone: ifupdown-ng's wireguard executor makes the
+    device and runs `wg setconf IF /etc/wireguard/IF.conf`, its default
+    wireguard-config-path (kinds/wireguard_conf.py)."""
+    uses = next((a for a in stanza.attributes
+                 if a.name == "use" and "wireguard" in a.value.split()), None)
+    if uses is None or any(n.startswith("wireguard-") for n in names):
+        return stanza
+    default = RawAttribute("wireguard-config-path", f"/etc/wireguard/{stanza.name}.conf",
+                           uses.loc)
+    return Stanza(stanza.keyword, stanza.name, stanza.loc, stanza.family, stanza.method,
+                  [*stanza.attributes, default])

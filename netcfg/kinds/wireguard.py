@@ -47,8 +47,10 @@ PUBLIC_KEY = "wireguard-public-key"
 LISTEN_PORT = "wireguard-listen-port"
 FWMARK = "wireguard-fwmark"
 PEER = "wireguard-peer"
+# ifupdown-ng's: a `wg setconf` file, read at apply into the others (wireguard_conf.py).
+CONFIG_PATH = "wireguard-config-path"
 # The attributes set over generic netlink (apply/wireguard.py), not rtnetlink.
-GENL_ATTRIBUTES = (PRIVATE_KEY_FILE, PUBLIC_KEY, LISTEN_PORT, FWMARK, PEER)
+GENL_ATTRIBUTES = (PRIVATE_KEY_FILE, PUBLIC_KEY, LISTEN_PORT, FWMARK, PEER, CONFIG_PATH)
 KEY_LEN = 32
 
 ALLOWED_IPS, ENDPOINT, KEEPALIVE = "allowed-ips", "endpoint", "persistent-keepalive"
@@ -208,7 +210,7 @@ class Wireguard(GenlState, Kind):
     name = "wireguard"
     genl_attributes = GENL_ATTRIBUTES
     link_type = "wireguard"
-    defining_attributes = (PRIVATE_KEY_FILE, PEER)
+    defining_attributes = (PRIVATE_KEY_FILE, PEER, CONFIG_PATH)
     info_kind = "wireguard"
     # A layer-3 device (no Ethernet header): never a bridge port.
     traits = ("common",)
@@ -223,13 +225,25 @@ class Wireguard(GenlState, Kind):
                     report.error(obj.where(attribute), f"{obj.label()}: {attribute}: {e}",
                                  attribute)
                     del obj.attrs[attribute]
-        path = obj.attrs.get(PRIVATE_KEY_FILE)
-        if path is not None and not path.startswith("/"):
-            report.error(obj.where(PRIVATE_KEY_FILE),
-                         f"{obj.label()}: {PRIVATE_KEY_FILE} '{path}' is not an absolute path; "
-                         f"write the key file's full path (/etc/netcfg/{obj.name}.key)",
-                         PRIVATE_KEY_FILE)
-            del obj.attrs[PRIVATE_KEY_FILE]
+        for attribute, what, example in (
+                (PRIVATE_KEY_FILE, "key file", f"/etc/netcfg/{obj.name}.key"),
+                (CONFIG_PATH, "config file", f"/etc/wireguard/{obj.name}.conf")):
+            path = obj.attrs.get(attribute)
+            if path is not None and not path.startswith("/"):
+                report.error(obj.where(attribute),
+                             f"{obj.label()}: {attribute} '{path}' is not an absolute path; "
+                             f"write the {what}'s full path ({example})", attribute)
+                del obj.attrs[attribute]
+        if CONFIG_PATH in obj.attrs:
+            for attribute in (PRIVATE_KEY_FILE, PUBLIC_KEY, LISTEN_PORT, FWMARK, PEER):
+                if attribute in obj.attrs:
+                    # `wg setconf` replaces the device's whole configuration.
+                    report.error(obj.where(attribute),
+                                 f"{obj.label()}: {attribute} and {CONFIG_PATH} "
+                                 f"({obj.where(CONFIG_PATH)}) both configure the device; the "
+                                 f"file replaces all of it, as `wg setconf` does. Write it in "
+                                 f"the file or remove {CONFIG_PATH}", attribute)
+                    del obj.attrs[attribute]
         if PEER in obj.attrs:
             self._complete_peers(obj, report)
 

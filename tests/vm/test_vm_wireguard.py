@@ -231,3 +231,85 @@ def test_netcfgd_repairs_around_a_missing_key_file(session, tmp_path, keys):
         daemon.repairs("veth-a again, a.key back",
                        lambda: "192.168.50.1/24" in addresses("a", "veth-a"))
         assert ping("a", "10.70.0.2")
+
+
+# ifupdown-ng's wireguard executor (`wg setconf IF PATH`): a setconf file
+# named by wireguard-config-path is the device's key, port, mark and peers.
+NG_CONFIG = textwrap.dedent("""\
+    auto veth-a
+    iface veth-a
+        netns a
+        veth-peer-name veth-b
+        veth-peer-netns b
+        address 192.168.50.1/24
+    auto veth-b
+    iface veth-b
+        netns b
+        address 192.168.50.2/24
+
+    auto wg-foo
+    iface wg-foo
+        netns a
+        wireguard-config-path ${keys}/foo.conf
+        address 10.71.0.1/24
+    auto wg-bar
+    iface wg-bar
+        netns b
+        wireguard-private-key-file ${keys}/b.key
+        wireguard-listen-port 51821
+        wireguard-peer ${pub_a} allowed-ips 10.71.0.1/32
+        address 10.71.0.2/24
+    """)
+
+
+def private_file(path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, text.encode())
+    os.close(fd)
+
+
+@VM_TIER
+def test_ifupdown_ng_config_path_is_read_at_apply(session, tmp_path, keys):
+    folder, made = keys
+    conf = folder / "foo.conf"
+    private_file(conf, textwrap.dedent(f"""\
+        # as `wg showconf` prints it
+        [Interface]
+        PrivateKey = {key_text(made["a"][0])}
+        ListenPort = 51820
+        FwMark = 0x7
+
+        [Peer]
+        PublicKey = {made["b"][1]}
+        AllowedIPs = 10.71.0.2/32, fd71::/64
+        Endpoint = 192.168.50.2:51821
+        PersistentKeepalive = 5
+        """))
+    text = (NG_CONFIG.replace("${keys}", str(folder)).replace("${pub_a}", made["a"][1]))
+    model = compile_text(tmp_path, text)
+    assert apply(model, session).verified
+    assert ping("a", "10.71.0.2"), "no traffic through the tunnel a -> b"
+    session.refresh_ifindexes(["a"])
+    foo = get_device(session.genl, "a", session.ifindex("a", "wg-foo"))
+    assert key_text(foo.public_key) == made["a"][1]
+    assert (foo.listen_port, foo.fwmark) == (51820, 7)
+    assert [(p.public_key, p.allowed_ips, p.endpoint, p.keepalive) for p in foo.peers] == \
+        [(made["b"][1], ("10.71.0.2/32", "fd71::/64"), "192.168.50.2:51821", 5)]
+    assert apply(model, session).requests == 0
+    shown = emit_model(session.read(["", "a", "b"]), running=True, netns_mark=NETNS_MARK)
+    assert key_text(made["a"][0]) not in shown
+    again = apply(compile_config(ConfigSource(path="-", stdin_text=shown)).model, session)
+    assert again.verified and again.requests == 0, [op.describe() for op in again.plan.operations]
+
+    # Drift: a peer removed by hand comes back from the file.
+    remove_peer(session.genl, "a", "wg-foo", made["b"][1])
+    assert apply(model, session).requests >= 1
+    foo = get_device(session.genl, "a", session.ifindex("a", "wg-foo"))
+    assert [p.public_key for p in foo.peers] == [made["b"][1]]
+
+    # A line the file cannot hold is refused with the file's line; nothing changes.
+    private_file(conf, conf.read_text().replace("PersistentKeepalive = 5",
+                                                "PersistentKeepalive = 5\nDNS = 192.0.2.53"))
+    with pytest.raises(Exception) as failed:
+        apply(compile_text(tmp_path, text), session)
+    assert f"{conf}:12: DNS is wg-quick's" in str(failed.value), failed.value
