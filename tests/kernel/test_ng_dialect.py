@@ -34,16 +34,19 @@ REQUIRES = textwrap.dedent("""\
         requires ng-b
         pre-up ip -j link show dev ng-b > {log}/a-sees-b
         post-up sh -c 'echo $IFACE >> {log}/order'
+        pre-down sh -c 'echo $IFACE >> {log}/down'
 
     iface ng-b
         bridge-ports none
         requires ng-c nic9
         pre-up ip -j link show dev ng-c > {log}/b-sees-c
         post-up sh -c 'echo $IFACE >> {log}/order'
+        pre-down sh -c 'echo $IFACE >> {log}/down'
 
     iface ng-c
         bridge-ports none
         post-up sh -c 'echo $IFACE >> {log}/order'
+        pre-down sh -c 'echo $IFACE >> {log}/down'
     """)
 
 
@@ -97,6 +100,21 @@ def test_ifup_brings_required_interfaces_up_first(session, tmp_path, monkeypatch
     assert _up(log / "a-sees-b") and _up(log / "b-sees-c")
     assert (log / "order").read_text().split() == ["ng-c", "ng-b", "ng-a"]
     assert "UP" in _link("nic9")["flags"]
+
+
+def test_ifdown_takes_dependents_down_first(session, tmp_path, monkeypatch, nic9):
+    """ifupdown-ng takes an interface down before what it requires; so do
+    `ifdown -a`'s down lines (the record keeps the order they came up in)."""
+    log = tmp_path / "log"
+    log.mkdir()
+    path = tmp_path / "interfaces"
+    path.write_text(REQUIRES.format(log=log))
+    monkeypatch.setenv("NETCFG_INTERFACES", str(path))
+    monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
+    assert ifupdown_main(["ifup", "-a"]) == 0
+    assert ifupdown_main(["ifdown", "-a"]) == 0
+    assert (log / "down").read_text().split() == ["ng-a", "ng-b", "ng-c"]
 
 
 IPV6 = textwrap.dedent("""\
