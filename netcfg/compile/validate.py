@@ -54,6 +54,7 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     _bridge_port_forms(model, found, report)
     if not requests:
         return model
+    _no_address_on_a_port(model, report)
     _bring_up_dependencies(model, needs, found.declared, report)
     _say_imperative_lines(found.declared, report)
     for obj in found.declared:
@@ -64,6 +65,40 @@ def finish_model(model: Model, report: Report, *, requests: bool = True) -> Mode
     for trait in _used_hooks(model, found.kinds):
         trait.check_model(model, report)
     return model
+
+
+# Masters whose ports' own addresses ifupdown2 ignores (VRF slaves keep theirs).
+_PORT_MASTERS = ("bridge", "bond")
+
+
+def _no_address_on_a_port(model: Model, report: Report) -> None:
+    """A bridge port's or a bond slave's own `address`, `gateway` and DHCP are
+    ignored, with a warning at the line, as ifupdown2 ignores them
+    (ifupdown/utils.py is_addr_ip_allowed_on: "ignoring ip address. Assigning
+    an IP address is not allowed on enslaved interfaces", for its address and
+    dhcp addons): frames for the port's addresses reach its master, not the
+    port, and a DHCP client on the port would route the host out of the port
+    beside its bridge (a Proxmox host's `iface eno1 inet dhcp` under vmbr0)."""
+    for key, master_key in model.masters.items():
+        master = model.interfaces.get(master_key)
+        obj = model.interfaces.get(key)
+        if master is None or obj is None or obj.implicit or master.kind not in _PORT_MASTERS:
+            continue
+        role = "port" if master.kind == "bridge" else "slave"
+        why = (f"{obj.label()} is a {role} of {master.label()}: frames for its own addresses "
+               f"reach {master.label()}, not it (ifupdown2 ignores it too: 'Assigning an IP "
+               f"address is not allowed on enslaved interfaces'); give {master.label()} the "
+               f"address")
+        for attr in ("address", "gateway"):
+            if obj.attrs.get(attr):
+                report.warning(obj.where(attr), f"{attr} {' '.join(map(str, obj.attrs[attr]))} "
+                               f"ignored: {why}", attr)
+                del obj.attrs[attr]
+        for family in ("inet", "inet6"):
+            if obj.attrs.get(family) == "dhcp":
+                report.warning(obj.where(family), f"{family} dhcp ignored (no DHCP client runs "
+                               f"on it): {why}", family)
+                obj.attrs[family] = "manual"
 
 
 @dataclass

@@ -102,6 +102,13 @@ AUTO_COST_TIMING = ("not a setting: the kernel's automatic path cost, from the p
                     "carrier yet has none (cost 100)")
 
 
+PORT_COST_RESET = (
+    "deliberate: a bridge port's path cost the file does not write is the kernel's (from "
+    "the port's speed); ifupdown2's `ifup PORT` alone (networking.service's allow-hotplug "
+    "step) resets it to its addon's default 100 (addons/bridge.py "
+    "up_apply_brports_attributes: 'no configuration detected, resetting to default')")
+
+
 def _vlan_lower(name: str, stanzas: dict[str, dict[str, list[str]]]) -> str | None:
     """The device NAME is a VLAN of (`vlan-raw-device`, or the dotted name's stem)."""
     raw = stanzas.get(name, {}).get("vlan-raw-device")
@@ -336,6 +343,9 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
     brought_up = {n for ln in file_text.splitlines()
                   if re.match(r"\s*(auto|allow-\S+)\s", ln) for n in ln.split()[1:]}
     unbrought: dict[str, set[str]] = {}
+    # networking.service's second step runs `ifup NAME` for each allow-hotplug name.
+    hotplug = {n for ln in file_text.splitlines() if re.match(r"\s*allow-hotplug\s", ln)
+               for n in ln.split("#", 1)[0].split()[1:]}
     for line in differences:
         m = re.match(r"link ([^\s:]+):? ", line)      # "link bond0: made by netcfg only"
         if m and (m.group(1) in ignored or m.group(1) in bonds):
@@ -354,6 +364,12 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
                         for a in stanzas.values()) and \
                 "bridge-pathcosts" not in stanzas.get(m.group(1), {}):
             why[line] = AUTO_COST_TIMING
+            continue
+        if m and m.group(2) == "100" and m.group(1) in ports and m.group(1) in hotplug and \
+                not any(m.group(1) in " ".join(a.get("bridge-pathcosts", []))
+                        for a in stanzas.values()) and \
+                "bridge-pathcosts" not in stanzas.get(m.group(1), {}):
+            why[line] = PORT_COST_RESET
             continue
         m = re.match(r"link (\S+) info_data.ageing_time: ifupdown2 (\d+), netcfg (\d+)$", line)
         if m and m.group(1) in bridges:

@@ -343,3 +343,16 @@ def test_explain_names_the_bond_only_bond_master_lines_make():
              "netcfg 'bond0'", "link br9: made by netcfg only (bridge)"]
     why = explain.explain(lines, text)
     assert set(why) == set(lines[:2]) and all("bond-master" in w for w in why.values())
+
+
+def test_explain_names_the_path_cost_ifupdown2s_ifup_of_a_port_resets():
+    """networking.service's `ifup eno1` of an allow-hotplug port resets its path cost to
+    ifupdown2's default 100; netcfg keeps the kernel's. A port not on an allow-hotplug
+    line, or a cost the file writes, stays unexplained."""
+    text = ("allow-hotplug eno1\niface eno1 inet dhcp\niface eno2 inet manual\n"
+            "auto vmbr0\niface vmbr0 inet dhcp\n  bridge-ports eno1 eno2\n")
+    lines = ["link eno1 info_slave_data.cost: ifupdown2 100, netcfg 2",
+             "link eno2 info_slave_data.cost: ifupdown2 100, netcfg 2"]
+    assert explain.explain(lines, text) == {lines[0]: explain.PORT_COST_RESET}
+    written = text + "  bridge-pathcosts eno1=100\n"
+    assert explain.explain(lines, written) == {}

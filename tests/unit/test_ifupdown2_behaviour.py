@@ -63,6 +63,39 @@ def test_an_auto_line_without_a_stanza_brings_nothing_up_and_says_so(tmp_path):
     assert not [w for w in result.warnings if "eno1" in w.message]
 
 
+def test_a_ports_own_address_and_dhcp_are_ignored_with_a_warning(tmp_path):
+    """ifupdown2 ignores an address or DHCP on a bridge port or bond slave ('Assigning an
+    IP address is not allowed on enslaved interfaces'); a VRF's slave keeps its address.
+    netcfg ran a DHCP client on Proxmox's `iface eno1 inet dhcp` under vmbr0 (issue 22)."""
+    result = compiled(tmp_path, """\
+        allow-hotplug eno1
+        iface eno1 inet dhcp
+        auto eno2
+        iface eno2 inet static
+            address 10.0.0.1/24
+            gateway 10.0.0.254
+        auto vmbr0
+        iface vmbr0 inet dhcp
+            bridge-ports eno1 eno2
+        auto red
+        iface red
+            vrf-table 1001
+        auto eno3
+        iface eno3 inet static
+            address 10.0.3.1/24
+            vrf red
+        """)
+    objs = {obj.name: obj for obj in result.model.interfaces.values()}
+    assert objs["eno1"].attrs.get("inet") == "manual"
+    assert "address" not in objs["eno2"].attrs and "gateway" not in objs["eno2"].attrs
+    assert objs["vmbr0"].attrs.get("inet") == "dhcp"
+    assert objs["eno3"].attrs["address"] == ["10.0.3.1/24"]
+    said = [(w.loc.line, w.message.split(":")[0]) for w in result.warnings
+            if "not allowed on enslaved interfaces" in w.message]
+    assert said == [(2, "inet dhcp ignored (no DHCP client runs on it)"),
+                    (5, "address 10.0.0.1/24 ignored"), (6, "gateway 10.0.0.254 ignored")]
+
+
 def test_a_port_of_a_bridge_that_stays_down_stays_down(tmp_path):
     result = compiled(tmp_path, """\
         iface eno1 inet manual
