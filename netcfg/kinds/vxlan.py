@@ -26,12 +26,16 @@ from __future__ import annotations
 import ipaddress
 
 from netcfg.kinds.base import LOWER, Kind, Reference, declared_params
+from netcfg.kinds.common import effective_mtu
 from netcfg.model.model import IFACE, ConfigObject, Model
 
 VNI, LOCAL, REMOTE, PORT = "vxlan-id", "vxlan-local-tunnelip", "vxlan-remoteip", "vxlan-port"
 VNIFILTER, VNI_MAP, LEARNING = "vxlan-vnifilter", "bridge-vlan-vni-map", "vxlan-learning"
 SVCNODE, PURGE, PHYSDEV = "vxlan-svcnodeip", "vxlan-purge-remotes", "vxlan-physdev"
 DEFAULT_PORT = 4789  # IANA; the kernel's own default (8472) predates it
+# include/net/vxlan.h: outer IP + UDP + VXLAN + inner Ethernet headers.
+VXLAN_HEADROOM, VXLAN6_HEADROOM = 50, 70
+ETH_DATA_LEN = 1500
 
 
 def expand(text: str) -> range:
@@ -116,12 +120,38 @@ class Vxlan(Kind):
                          f"{obj.label()}: {PURGE} acts on the remotes of a vxlan-id device; a "
                          f"vnifilter device's remotes are per VNI, which netcfg does not manage. "
                          f"Remove it", PURGE)
+        self._check_underlay_mtu(obj, model, report)
         families = {_family(a) for a in (*remotes, local, svcnode) if a}
         if len(families) > 1:
             attribute = REMOTE if REMOTE in obj.attrs else SVCNODE
             report.error(obj.where(attribute),
                          f"{obj.label()}: {LOCAL}, {SVCNODE} and {REMOTE} mix IPv4 and IPv6; a "
                          f"tunnel uses one address family", attribute)
+
+    def _check_underlay_mtu(self, obj: ConfigObject, model: Model, report) -> None:
+        """A vxlan over vxlan-physdev is at most the device's MTU less the
+        encapsulation (VXLAN_HEADROOM 50, VXLAN6_HEADROOM 70): the kernel
+        refuses more (EINVAL on a change; at creation it keeps its own), as
+        ifupdown2's mtu write and ifupdown-ng's `ip link set mtu` fail. A
+        device bigger than the underlay is common's check."""
+        mtu, physdev = obj.attrs.get("mtu"), obj.attrs.get(PHYSDEV)
+        lower = model.iface(obj.netns, physdev) if mtu and physdev else None
+        if lower is None:
+            return
+        headroom = VXLAN6_HEADROOM if _tunnel_family(obj) == 6 else VXLAN_HEADROOM
+        lower_mtu = effective_mtu(lower, model)
+        if lower_mtu is not None and mtu <= lower_mtu < mtu + headroom:
+            report.error(obj.where("mtu"),
+                         f"{obj.label()}: mtu {mtu} over {physdev} (mtu {lower_mtu}) leaves no "
+                         f"room for the {headroom} bytes of VXLAN encapsulation: the kernel "
+                         f"refuses more than {lower_mtu - headroom}. Write 'mtu "
+                         f"{mtu + headroom}' (or more) on {physdev}, or lower this one", "mtu")
+        elif lower_mtu is None and mtu + headroom > ETH_DATA_LEN:
+            report.warning(obj.where("mtu"),
+                           f"{obj.label()}: mtu {mtu} needs {physdev}'s mtu to be at least "
+                           f"{mtu + headroom} ({headroom} bytes of VXLAN encapsulation); this "
+                           f"config does not set it, so the host's {physdev} must have it, or "
+                           f"the kernel refuses this mtu and the apply fails", "mtu")
 
     def _check_vnifilter(self, obj: ConfigObject, model: Model, report) -> None:
         if REMOTE in obj.attrs:

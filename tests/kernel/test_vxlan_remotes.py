@@ -230,3 +230,19 @@ def test_ifupdown_ng_vxlan_keys_make_what_its_executor_makes(session, tmp_path, 
     assert apply(desired, session).verified
     assert remotes("vx_her") == ["2001:db8:2::23", "2001:db8:3::42", "2001:db8:4::84"]
     assert apply(desired, session).requests == 0
+
+
+def test_a_vxlan_mtu_fits_its_underlay_less_the_encapsulation(session, tmp_path, cleanup):
+    # 1560 over an underlay of 1610 is the most the kernel takes (VXLAN_HEADROOM
+    # 50); check refuses 1600 (kinds/vxlan.py), which the kernel refuses too.
+    text = ("auto under0\niface under0\n    link-type veth\n    veth-peer-name under1\n"
+            "    mtu {under}\n\nauto vx0\niface vx0\n    vxlan-id 9\n    vxlan-physdev under0\n"
+            "    vxlan-local-ip 192.0.2.1\n    mtu 1560\n")
+    path, desired = compiled(tmp_path, text.format(under=1610))
+    assert apply(desired, session).verified
+    assert json.loads(run("ip", "-j", "link", "show", "dev", "vx0"))[0]["mtu"] == 1560
+    assert apply(desired, session).requests == 0
+    refused = subprocess.run(["ip", "link", "set", "vx0", "mtu", "1561"], capture_output=True)
+    assert refused.returncode != 0   # the kernel's limit, which the check says
+    path.write_text(text.format(under=1600))
+    assert main(["check", "-c", str(path)]) == 1

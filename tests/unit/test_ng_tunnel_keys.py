@@ -142,3 +142,16 @@ def test_use_wireguard_alone_is_its_executors_default_config_path(tmp_path):
     obj = got.interfaces[("", "wg-bar")]
     assert (obj.kind, obj.attrs["wireguard-config-path"]) == \
         ("wireguard", "/etc/wireguard/wg-bar.conf")
+
+
+def test_a_vxlan_mtu_past_its_underlays_is_a_warning_when_the_underlay_is_the_hosts(tmp_path):
+    # ifupdown-ng's doc/interfaces-vxlan.scd line 88: vlan1001 is not in the file.
+    path = tmp_path / "interfaces"
+    path.write_text("auto vx\niface vx\n\tvxlan-id 655617\n\tvxlan-physdev vlan1001\n"
+                    "\tvxlan-remote-group 225.10.1.1\n\tmtu 1560\n")
+    compiled = compile_config(ConfigSource(path=str(path)))
+    warnings = [f"{d.loc.line}: {d.message}" for d in compiled.warnings]
+    assert compiled.model.interfaces[("", "vx")].attrs["mtu"] == 1560
+    assert "6: vx: mtu 1560 needs vlan1001's mtu to be at least 1610 (50 bytes of VXLAN " \
+        "encapsulation); this config does not set it, so the host's vlan1001 must have it, " \
+        "or the kernel refuses this mtu and the apply fails" in warnings, warnings
