@@ -50,7 +50,9 @@ from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.model.tags import NETNS_MARK
 from netcfg.netlink.attrs import sysctl_writes
 from netcfg.netlink.encode import PROTOCOL, delete_group, encode
-from netcfg.netlink.nlmsg import Request
+from netcfg.netlink.nla import LINK
+from netcfg.netlink.nlmsg import (IFLA_IFNAME, RTM_NEWLINK, Request, ifinfomsg, rtattr,
+                                  rtattr_str)
 from netcfg.plan.diff import PEER_NETNS_PARAM, diff
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import (LINK_ADD, LINK_DEL, LINK_SET, NETNS_ADD, NETNS_DEL, OVS_ACTIONS,
@@ -439,7 +441,28 @@ def _execute(plan: Plan, session: KernelSession, bulk: GroupDeletes | None = Non
         done += len(batch)
         if session.on_batch is not None:
             session.on_batch(number + 1, len(plan.batches), done, total)
+    for netns, requests in _protodown_again(plan).items():
+        _send(netns, requests, session)
+        sent += len(requests)
     return sent
+
+
+def _protodown_again(plan: Plan) -> dict[str, list[Request]]:
+    """Protodown of each macvlan the plan made with it (the VRRP macvlans of
+    `vrrp`), sent again once every batch ran. It went on right after the
+    create, but a lower device that comes up later gives the macvlan carrier
+    back (the kernel's netif_stacked_transfer_operstate ignores protodown):
+    the virtual address would answer on the backup router too. ifupdown2
+    brings the lower up before it makes the macvlan, so its macvlan has no
+    carrier until vrrpd clears protodown; sending it again does the same
+    (dev_change_proto_down turns carrier off each time)."""
+    out: dict[str, list[Request]] = {}
+    for op in plan.operations:
+        if op.action == LINK_ADD and op.params.get("macvlan-protodown") in (True, "yes", "on"):
+            out.setdefault(op.netns, []).append(Request(
+                RTM_NEWLINK, 0, ifinfomsg() + rtattr_str(IFLA_IFNAME, op.name)
+                + rtattr(LINK["IFLA_PROTO_DOWN"], b"\x01"), tag=op))
+    return out
 
 
 def _namespace_ops(batch: list[Operation], session: KernelSession) -> None:

@@ -301,6 +301,26 @@ def ifupdown2_raced(differences: list[str], file_text: str) -> set[str]:
     return raced
 
 
+VRRP_NAMES = ("deliberate: VRRP macvlans named after their interface (vrrp4-eth0-10), not "
+              "after its ifindex as ifupdown2 names them (vrrp4-3-10)")
+
+
+def _vrrp_renamed(differences: list[str], stanzas: dict[str, dict[str, list[str]]]) -> set[str]:
+    """The VRRP macvlans each tool made for one `vrrp ID` line under its own name:
+    ifupdown2's vrrpF-IFINDEX-ID, netcfg's vrrpF-PARENT-ID (compile/vrrp.py; a hash of a
+    long parent name), made by one tool only each, for the same family and id."""
+    ids = {word for attrs in stanzas.values() for word in attrs.get("vrrp", [])
+           if word.isdigit()}      # `vrrp ID ADDRESS...`: the ids (addresses have dots)
+    made: dict[str, dict[tuple[str, str], str]] = {"ifupdown2": {}, "netcfg": {}}
+    for line in differences:
+        m = re.match(r"link (vrrp([46])-(\S+)-(\d+)): made by (ifupdown2|netcfg) only "
+                     r"\(macvlan\)$", line)
+        if m and m.group(4) in ids and (m.group(5) == "netcfg" or m.group(3).isdigit()):
+            made[m.group(5)][(m.group(2), m.group(4))] = m.group(1)
+    both = made["ifupdown2"].keys() & made["netcfg"].keys()
+    return {made[tool][key] for key in both for tool in made}
+
+
 def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> dict[str, str]:
     """Each difference that is one of the deliberate ones (docs/compat.md "Where netcfg
     differs") -> 'deliberate: ' and its name there; one that is no setting of either
@@ -308,6 +328,7 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
     a netcfg bug until shown otherwise."""
     stanzas = _stanzas(file_text)
     raced = ifupdown2_raced(differences, file_text)
+    vrrp_renamed = _vrrp_renamed(differences, stanzas)
     bridges = {n for n, a in stanzas.items() if "bridge-ports" in a or "bridge-vlan-aware" in a}
     ports = {p for n in bridges for p in _expand(stanzas[n].get("bridge-ports", []))}
     vlan_aware = {n for n in bridges
@@ -324,6 +345,8 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
         device = _line_device(line)
         if device in raced:
             why[line] = IFUPDOWN2_CACHE_RACE
+        elif device in vrrp_renamed and re.search(r"(ifupdown2|netcfg) only", line):
+            why[line] = VRRP_NAMES
         elif _refused(device, refused):
             why[line] = _refused(device, refused)
         elif device in refused_ports and line.startswith("bridge vlans "):

@@ -356,3 +356,16 @@ def test_explain_names_the_path_cost_ifupdown2s_ifup_of_a_port_resets():
     assert explain.explain(lines, text) == {lines[0]: explain.PORT_COST_RESET}
     written = text + "  bridge-pathcosts eno1=100\n"
     assert explain.explain(lines, written) == {}
+
+
+def test_explain_names_the_vrrp_macvlans_netcfg_names_after_their_interface():
+    """ifupdown2's vrrp4-IFINDEX-ID and netcfg's vrrp4-PARENT-ID for one `vrrp` line are
+    the deliberate naming difference; a VRRP macvlan only one tool made stays unexplained."""
+    text = "auto eth0\niface eth0\n  address 192.168.10.2/24\n  vrrp 10 192.168.10.1\n"
+    lines = ["link vrrp4-3-10: made by ifupdown2 only (macvlan)",
+             "link vrrp4-eth0-10: made by netcfg only (macvlan)",
+             "address vrrp4-3-10 192.168.10.1/32: ifupdown2 only",
+             "address vrrp4-eth0-10 192.168.10.1/32: netcfg only"]
+    why = explain.explain(lines, text)
+    assert set(why) == set(lines) and set(why.values()) == {explain.VRRP_NAMES}
+    assert explain.explain(lines[1::2], text) == {}

@@ -71,6 +71,9 @@ def test_vrrp_makes_ifupdown2s_macvlans(session, tmp_path, eth0):
         assert dev["link"] == "eth0" and "UP" in dev["flags"], dev
         assert dev["address"] == mac, dev
         assert dev.get("proto_down") is True, dev   # until vrrpd takes it
+        # No carrier while protodown, though eth0 came up after the macvlan was made
+        # (the kernel hands a lower's carrier to its macvlans; issue 22).
+        assert "NO-CARRIER" in dev["flags"] and dev["operstate"] == "DOWN", dev
         assert dev.get("inet6_addr_gen_mode") == addrgen, dev
         assert addresses(name) == addrs
         with open(f"/proc/sys/net/ipv6/conf/{name}/accept_dad") as f:
