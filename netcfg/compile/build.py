@@ -273,9 +273,9 @@ def _why_not_a_mesh(obj: ConfigObject, owner: str) -> str:
     executor: batctl hardif IF hop_penalty N); ifupdown2 ignores it there."""
     if owner != "batadv" or obj.kind == "batadv":
         return ""
-    return (f": a mesh interface is one whose stanza writes batman-ifaces. A hard "
-            f"interface's own setting (ifupdown-ng's batctl hardif) is not supported; "
-            f"ifupdown2 ignores the line there")
+    return (f": a mesh interface is one whose stanza writes batman-ifaces, and a "
+            f"{obj.kind} cannot be one of its hard interfaces (batman-adv needs an "
+            f"Ethernet-like device), whose own hop penalty this line would be")
 
 
 def _mac_octets(mac: str) -> str:

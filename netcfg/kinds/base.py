@@ -95,7 +95,7 @@ class Kind(Trait):
     # Attributes whose presence selects this kind (bridge-ports -> bridge).
     defining_attributes: tuple[str, ...] = ()
     # Trait groups accepted besides the kind's own schema file.
-    traits: tuple[str, ...] = ("common", "bridge-port")
+    traits: tuple[str, ...] = ("common", "bridge-port", "batadv-hardif")
     # False for devices netcfg configures but never creates or deletes.
     creatable: bool = True
     # Up though no auto line names it: the loopback, which systemd brings up at

@@ -19,7 +19,8 @@ family (BATADV_CMD_SET_MESH, kernel/batadv.py), read back by GET_MESH.
 the mesh though the file does not list them. netcfg never releases a member
 the config does not name (a device nobody declared is not touched), so the
 line is accepted and changes nothing more. A hard interface's own hop
-penalty (ifupdown-ng's `batman-hop-penalty` on a member) is not supported.
+penalty (ifupdown-ng's `batman-hop-penalty` on a member) is the
+batadv-hardif trait's (kinds/batadv_hardif.py).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class Batadv(GenlState, Kind):
     info_kind = "batadv"
     defining_attributes = (IFACES,)
     genl_attributes = (HOP_PENALTY,)
+    # Not batadv-hardif: a mesh's batman-hop-penalty is its own (batadv.json),
+    # a member's is the trait's; a mesh is never a hard interface of another.
+    traits = ("common", "bridge-port")
     default_mtu = 1500   # batadv_interface_setup (ether_setup); it follows the hard interfaces'
 
     def complete(self, obj: ConfigObject, report) -> None:

@@ -19,7 +19,7 @@ KIND_MODULES = (
     "tunnel", "tunnel_gre", "tunnel_gretap", "tunnel_ipip", "tunnel_sit", "tunnel_vti",
     "tunnel_ip6gre", "tunnel_ip6gretap", "tunnel_ip6tnl", "tunnel_vti6", "batadv",
 )
-TRAIT_MODULES = ("common", "bridge_port")
+TRAIT_MODULES = ("common", "bridge_port", "batadv_hardif")
 
 
 @cache

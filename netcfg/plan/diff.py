@@ -264,7 +264,9 @@ def _load_kind(name: str) -> _KindInfo:
 
 
 def _port_attributes() -> frozenset[str]:
-    return frozenset(group_attributes("bridge-port"))
+    # A bridge port's options, and a batman-adv hard interface's own hop penalty
+    # (BATADV_CMD_SET_HARDIF needs the interface on its mesh: kinds/batadv_hardif.py).
+    return frozenset(group_attributes("bridge-port")) | frozenset(group_attributes("batadv-hardif"))
 
 
 # ---------------------------------------------------------------- the diff

@@ -11,7 +11,9 @@ from builders import compiled
 
 from netcfg.compile.pipeline import ConfigSource, compile_config
 from netcfg.kernel.batadv import (BATADV_ATTR_HOP_PENALTY, BATADV_ATTR_MESH_IFINDEX,
-                                  BATADV_CMD_SET_MESH, _message, batadv_msg)
+                                  BATADV_CMD_GET_HARDIF, BATADV_CMD_SET_HARDIF,
+                                  BATADV_CMD_SET_MESH, _message,
+                                  batadv_msg)
 from netcfg.model.errors import ConfigInvalid
 from netcfg.model.model import Model
 from netcfg.plan import make_plan
@@ -40,14 +42,38 @@ def test_values_are_checked_at_their_line(tmp_path):
     assert "batman-hop-penalty" in errors[4] and "is not a regular expression" in errors[5]
 
 
-def test_a_hard_interfaces_own_hop_penalty_stays_refused():
-    # ifupdown-ng's doc example: on a device without batman-ifaces (ifupdown2 ignores it).
+def test_a_hard_interfaces_own_hop_penalty_alone_does_nothing_with_a_warning():
+    # ifupdown-ng's doc example alone: vlan1234 is on no mesh, and ifupdown-ng's batman
+    # executor sets a hardif's penalty only for the members a mesh lists.
     path = CORPUS / "ifupdown-ng" / "ifupdown-ng-doc-interfaces-batman-L75.interfaces"
-    with pytest.raises(ConfigInvalid) as refused:
-        compile_config(ConfigSource(path=str(path)))
-    (error,) = [d for d in refused.value.diagnostics if d.severity == "error"]
-    assert error.loc.line == 5 and "batman-hop-penalty applies to batadv interfaces" in error.message
-    assert "ifupdown2 ignores the line there" in error.message
+    compiled_ = compile_config(ConfigSource(path=str(path)))
+    (warning,) = [d for d in compiled_.warnings if d.attribute == "batman-hop-penalty"]
+    assert warning.loc.line == 5 and "no mesh lists in batman-ifaces" in warning.message
+    assert "batman-hop-penalty" not in compiled_.model.interfaces[("", "vlan1234")].attrs
+
+
+def test_a_hard_interfaces_own_hop_penalty_is_set_after_it_joins_its_mesh(tmp_path):
+    # The two doc examples together (L63's mesh lists vlan1234, L75 its penalty).
+    model = compiled(tmp_path, "auto bat0\niface bat0\n    batman-ifaces tap0 vlan1234\n"
+                               "    batman-hop-penalty 5\nauto vlan1234\niface vlan1234\n"
+                               "    mtu 1560\n    batman-hop-penalty 10\n").model
+    assert model.interfaces[("", "vlan1234")].attrs["batman-hop-penalty"] == 10
+    ops = [op.describe() for op in make_plan(model, Model()).operations]
+    joined = ops.index("+ master-set vlan1234 master=bat0")
+    assert ops.index("~ link-set vlan1234 port batman-hop-penalty=10") > joined
+    assert "+ link-add bat0 kind=batadv batman-hop-penalty=5" in ops
+
+
+def test_set_hardif_message_numbers():
+    msg = _message(BATADV_CMD_SET_HARDIF, 7, 10, hard_ifindex=9)
+    msg.encode()
+    decoded = batadv_msg()(msg.data)
+    decoded.decode()
+    assert decoded["cmd"] == 16 == BATADV_CMD_SET_HARDIF
+    assert BATADV_CMD_GET_HARDIF == 5    # linux/batman_adv.h: after GET_ROUTING_ALGOS
+    assert decoded.get_attr("BATADV_ATTR_MESH_IFINDEX") == 7
+    assert decoded.get_attr("BATADV_ATTR_HARD_IFINDEX") == 9
+    assert decoded.get_attr("BATADV_ATTR_HOP_PENALTY") == 10
 
 
 def test_set_mesh_message_numbers():

@@ -7,6 +7,9 @@ stanza) and ifupdown-ng's doc example (bat-pad-cty) applied: the mesh made
 penalty set over the batadv generic netlink family; read back, a second
 apply and `show | apply` send nothing; a hop penalty changed by hand
 (BATADV_CMD_SET_MESH, as `batctl meshif bat0 hop_penalty 50`) is put back.
+ifupdown-ng's two doc examples together (L63's mesh lists vlan1234, L75 writes
+vlan1234's own hop penalty, kinds/batadv_hardif.py): BATADV_CMD_SET_HARDIF after
+vlan1234 joins, read back by GET_HARDIF, and put back when changed by hand.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from vm_helpers import kernel_can
 from netcfg.apply.execute import apply
 from netcfg.compile.emit import emit_model
 from netcfg.compile.pipeline import ConfigSource, compile_config
-from netcfg.kernel.batadv import get_hop_penalty, set_hop_penalty
+from netcfg.kernel.batadv import (get_hardif_hop_penalty, get_hop_penalty,
+                                  set_hardif_hop_penalty, set_hop_penalty)
 
 CORPUS = Path(__file__).parents[1] / "compat" / "corpus"
 IFUPDOWN2 = CORPUS / "ifupdown2" / "examples-batman_adv-interfaces_batman.interfaces"
 NG_L63 = CORPUS / "ifupdown-ng" / "ifupdown-ng-doc-interfaces-batman-L63.interfaces"
+NG_L75 = CORPUS / "ifupdown-ng" / "ifupdown-ng-doc-interfaces-batman-L75.interfaces"
 
 
 pytestmark = pytest.mark.skipif(not kernel_can("batprobe0", "type", "batadv"),
@@ -86,7 +91,7 @@ def test_ifupdown2_example_mesh_made_read_back_and_repaired(session, tmp_path):
     set_hop_penalty(session.genl, "", bat0["ifindex"], 50)
     repaired = apply(model, session)
     assert [op.describe() for op in repaired.plan.operations] == [
-        "~ link-set bat0 batman-hop-penalty=23"]
+        "~ link-set bat0 port batman-hop-penalty=23"]
     assert get_hop_penalty(session.genl, "", bat0["ifindex"]) == 23
 
 
@@ -101,3 +106,27 @@ def test_ifupdown_ng_example_mesh_with_its_mac_and_mtu(session):
     assert get_hop_penalty(session.genl, "", mesh["ifindex"]) == 5
     again = apply(model, session)
     assert again.verified and again.requests == 0
+
+
+def test_ifupdown_ng_hard_interface_hop_penalty_set_read_back_and_repaired(session, tmp_path):
+    for port in ("dummy-pad-cty", "vlan1234"):
+        subprocess.run(["ip", "link", "add", port, "type", "dummy"], check=True)
+    path = tmp_path / "interfaces"
+    path.write_text(NG_L63.read_text() + "\n" + NG_L75.read_text())
+    model = compile_config(ConfigSource(path=str(path))).model
+    assert apply(model, session).verified
+    mesh, hard = link("bat-pad-cty"), link("vlan1234")
+    assert hard["master"] == "bat-pad-cty" and hard["mtu"] == 1560
+    assert get_hop_penalty(session.genl, "", mesh["ifindex"]) == 5
+    assert get_hardif_hop_penalty(session.genl, "", mesh["ifindex"], hard["ifindex"]) == 10
+    # The other member's is the kernel's default, read and left alone.
+    other = link("dummy-pad-cty")["ifindex"]
+    assert get_hardif_hop_penalty(session.genl, "", mesh["ifindex"], other) == 0
+    again = apply(model, session)
+    assert again.verified and again.requests == 0
+
+    set_hardif_hop_penalty(session.genl, "", mesh["ifindex"], hard["ifindex"], 50)
+    repaired = apply(model, session)
+    assert [op.describe() for op in repaired.plan.operations] == [
+        "~ link-set vlan1234 port batman-hop-penalty=10"]
+    assert get_hardif_hop_penalty(session.genl, "", mesh["ifindex"], hard["ifindex"]) == 10
