@@ -94,7 +94,8 @@ KIND_PROBES = {
     "vlan": None, "bond": ["type", "bond"], "vrf": ["type", "vrf", "table", "10"],
     "vlan-filtering": ["type", "bridge", "vlan_filtering", "1"],
     # Kinds a file's hook lines or tunnels ask for (peers.kinds_from_text, netcfg's plan).
-    "tunnel": ["type", "gre", "remote", "192.0.2.1", "local", "192.0.2.2"],
+    # Not gre's ends below: the kernel keeps one gre per (local, remote) (EEXIST).
+    "tunnel": ["type", "gre", "remote", "192.0.2.3", "local", "192.0.2.4"],
     **{k: ["type", k, "remote", "192.0.2.1", "local", "192.0.2.2"]
        for k in ("gre", "gretap", "ipip", "sit", "vti")},
     **{k: ["type", k, "remote", "2001:db8::1", "local", "2001:db8::2"]
