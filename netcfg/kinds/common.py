@@ -120,7 +120,11 @@ def _with_prefix(obj: ConfigObject, address: str, netmask: str | None,
     netmask), with a warning."""
     ip_text, slash, length = address.partition("/")
     ip = ipaddress.ip_address(ip_text)
-    if ip.version == 6 or (netmask is None and slash):
+    if ip.version == 6:
+        # A bare IPv6 address is a host address, as `ip addr add` makes it (ifupdown-ng's
+        # without-netmask fixture): /128, so that what is read back compares equal.
+        return address if slash else f"{address}/128"
+    if netmask is None and slash:
         return address
     if netmask is None:
         classful = _CLASSFUL.get(ip.packed[0] >> 5, 32)
