@@ -264,9 +264,11 @@ def _run_top(name: str, path: Path, text: str, kinds: set[str] | None, plan_of,
     # bridge-utils and vlan, as such a file's author had).
     tools = bool(re.search(r"\b(brctl|vconfig)\b", text))
     peer = reference_peer(name)
-    by_name = fragment_names(path) if peer == "ifupdown" else None
+    # A fragment (no `auto`) is brought up by its stanzas' names, by the peer as by
+    # peers.py's apply verdict, and by netcfg's own ifup.
+    by_name = fragment_names(path)
     ifu = start(peer, path, ports, takeover=True, by_name=by_name, peer_tools=tools)
-    ncf = start("netcfg", path, ports, takeover=False, peer_tools=tools)
+    ncf = start("netcfg", path, ports, takeover=False, by_name=by_name, peer_tools=tools)
     differences = kstate.diff(ifu["state"], ncf["state"], text)
     # ifupdown2's address addon races its own netlink cache on a device a pre-up line
     # made (explain.IFUPDOWN2_CACHE_RACE): seen on 2 runs in 5 of a Freifunk gateway's
@@ -274,7 +276,7 @@ def _run_top(name: str, path: Path, text: str, kinds: set[str] | None, plan_of,
     races = 0
     while races < RACE_RUNS and ifupdown2_raced(differences, text):
         races += 1
-        ifu = start("ifupdown2", path, ports, takeover=True, peer_tools=tools)
+        ifu = start(peer, path, ports, takeover=True, by_name=by_name, peer_tools=tools)
         differences = kstate.diff(ifu["state"], ncf["state"], text)
     after = set(os.listdir(HOST_NETNS_DIR)) if os.path.isdir(HOST_NETNS_DIR) else set()
     if after - before:
@@ -340,6 +342,12 @@ def ifupdown2_alone(path: Path, ports: list[str], start=sandbox) -> dict:
             "links": {n: {"kind": link.get("kind"), "up": link.get("up"),
                           "master": link.get("master")} for n, link in st["links"].items()},
             "addresses": st["addresses"], "routes": st["routes"]}
+
+
+def _op_of_line(m: re.Match) -> dict:
+    """An operation of `ifup -n`'s printed plan ("  + route-add eth0 ..."), as
+    classify_takeover reads the JSON plan's."""
+    return {"action": m.group(1), "name": m.group(2), "params": {}}
 
 
 def classify_takeover(plan: dict | None, state: dict) -> tuple[list[str], list[str]]:
@@ -570,6 +578,10 @@ def _inner_run(spec: dict, run, leasing: list[str]) -> int:
     if spec["tool"] == "ifupdown2":
         argv = _prepare_ifupdown2(spec)
         env["PYTHONPATH"] = str(MAKO_PATH)
+    elif spec["tool"] == "netcfg" and spec.get("by_name"):
+        # netcfg's ifup (the drop-in, netcfg/ifupdown/), as a fragment's peer is run.
+        argv = [sys.executable, "-m", "netcfg.ifupdown", "ifup", "-i", spec["file"],
+                *spec["by_name"]]
     elif spec["tool"] == "netcfg":
         argv = netcfg_argv("apply", "-c", spec["file"])
     elif spec["tool"] == "ifupdown":
@@ -597,11 +609,22 @@ def _inner_run(spec: dict, run, leasing: list[str]) -> int:
               # What /sys shows here: the sandbox's devices, if the remount worked.
               "sys_class_net": sorted(os.listdir("/sys/class/net")),
               "netns": os.stat("/proc/self/ns/net").st_ino}
-    if spec["tool"] == "netcfg":
+    if spec["tool"] == "netcfg" and spec.get("by_name"):
+        query = run([sys.executable, "-m", "netcfg.ifupdown", "ifquery", "-c", "-i",
+                     spec["file"], *spec["by_name"]], env, 120)
+        result["query_rc"] = query.returncode
+    elif spec["tool"] == "netcfg":
         # The silent-outage check: does netcfg itself say the kernel matches?
         query = run(netcfg_argv("query", "--check", "-c", spec["file"]), None, 120)
         result["query_rc"] = query.returncode
-    if spec["takeover"]:
+    if spec["takeover"] and spec.get("by_name"):
+        # A fragment is taken over as it is brought up: netcfg's ifup of its names.
+        ifup = [sys.executable, "-m", "netcfg.ifupdown", "ifup", "-i", spec["file"]]
+        dry = run([*ifup, "-n", *spec["by_name"]], env, 120)
+        result["takeover_plan"] = {"batches": [[_op_of_line(m) for m in re.finditer(
+            r"(?m)^\s+[-+~]\s+(\S+)\s+(\S+)", dry.stdout)]]}
+        real = run([*ifup, *spec["by_name"]], env, 300)
+    elif spec["takeover"]:
         dry = run(netcfg_argv("apply", "--dry-run", "--json", "-c", spec["file"]), None, 120)
         try:
             result["takeover_plan"] = json.loads(dry.stdout)["plan"]
@@ -610,6 +633,7 @@ def _inner_run(spec: dict, run, leasing: list[str]) -> int:
         # Then the takeover itself: a plan can look additive and still be
         # refused (a route-add answered EEXIST by ifupdown2's own route).
         real = run(netcfg_argv("apply", "-c", spec["file"]), None, 300)
+    if spec["takeover"]:
         if real.returncode != 0:
             result["takeover_error"] = (f"exit {real.returncode}: "
                                         + (real.stdout + real.stderr)[-300:])
