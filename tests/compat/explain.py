@@ -321,6 +321,17 @@ def _vrrp_renamed(differences: list[str], stanzas: dict[str, dict[str, list[str]
     return {made[tool][key] for key in both for tool in made}
 
 
+def _only_broadcast(peer: str, netcfg: str) -> bool:
+    """Two address records (their repr) that differ only by the peer's broadcast."""
+    import ast
+    try:
+        a, b = ast.literal_eval(peer), ast.literal_eval(netcfg)
+    except (ValueError, SyntaxError):
+        return False
+    return "broadcast" in a and "broadcast" not in b and \
+        {k: v for k, v in a.items() if k != "broadcast"} == b
+
+
 def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> dict[str, str]:
     """Each difference that is one of the deliberate ones (docs/compat.md "Where netcfg
     differs") -> 'deliberate: ' and its name there; one that is no setting of either
@@ -428,6 +439,15 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
                 m.group(4) in stanzas:
             why[line] = ("deliberate: an alias stanza's address is labelled with its name, "
                          "as ifupdown labels it")
+            continue
+        # A file written for ifupdown, judged against ifupdown 0.8 (differential.py
+        # reference_peer): its inet static gives every address a broadcast (brd +), which
+        # ifupdown2 does not and netcfg, as ifupdown2, does not unless a line writes it.
+        m = re.match(r"address (\S+) (\S+): ifupdown2 (\{.*\}), netcfg (\{.*\})$", line)
+        if m and _only_broadcast(m.group(3), m.group(4)) and \
+                "broadcast" not in stanzas.get(m.group(1), {}):
+            why[line] = ("deliberate: no broadcast where the file writes none, as ifupdown2 "
+                         "(ifupdown 0.8 gives each inet static address its brd +)")
             continue
         m = re.match(r"link (\S+) address: ifupdown2 '([0-9a-f:]+)', netcfg '([0-9a-f:]+)'$", line)
         if m and m.group(1) in bridges and any(x.startswith("02:cc:") for x in m.groups()[1:]) \
