@@ -71,6 +71,9 @@ $(COMPAT_PY_DIR)/.stamp:
 	@touch $@
 compat-deps: venv ifupdown2-examples $(COMPAT_PY_DIR)/.stamp
 	$(call apt_install,isc-dhcp-client dnsmasq-base,for the compat tier's DHCP peer,:)
+	@# ifupdown2 loads its batman_adv addon only where /usr/sbin/batctl exists: without it
+	@# the peer makes no mesh at all ("bat0: interface not recognized").
+	$(call apt_install,batctl,for ifupdown2's batman_adv addon in the differential,:)
 test-compat: compat-deps
 	NETCFG_COMPAT_FULL=1 $(PY) -m pytest -q tests/compat
 test-compat-quick: compat-deps
