@@ -321,6 +321,11 @@ def _vrrp_renamed(differences: list[str], stanzas: dict[str, dict[str, list[str]
     return {made[tool][key] for key in both for tool in made}
 
 
+UNWRITTEN_BRIDGE_MTU = ("deliberate: a bridge without `mtu` keeps the kernel's MTU (its "
+                        "smallest port's); ifupdown2 sets its default 1500 after the ports "
+                        "join. Write `mtu 1500` to keep ifupdown2's")
+
+
 def _only_broadcast(peer: str, netcfg: str) -> bool:
     """Two address records (their repr) that differ only by the peer's broadcast."""
     import ast
@@ -439,6 +444,14 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
                 m.group(4) in stanzas:
             why[line] = ("deliberate: an alias stanza's address is labelled with its name, "
                          "as ifupdown labels it")
+            continue
+        # A bridge whose stanza writes no mtu: ifupdown2's address addon sets it to its
+        # policy's default (1500) after its ports joined (_process_mtu_config_mtu_none);
+        # netcfg leaves the kernel's, the smallest port's (docs/compat.md "Where netcfg
+        # differs": unwritten bridge MTU).
+        m = re.match(r"link (\S+) mtu: ifupdown2 1500, netcfg (\d+)$", line)
+        if m and m.group(1) in bridges and "mtu" not in stanzas.get(m.group(1), {}):
+            why[line] = UNWRITTEN_BRIDGE_MTU
             continue
         # A file written for ifupdown, judged against ifupdown 0.8 (differential.py
         # reference_peer): its inet static gives every address a broadcast (brd +), which
