@@ -311,12 +311,17 @@ _TEXT_KINDS = (
     (re.compile(r"^\s*batman[-_]|\bbatctl\b|\bbatman-adv\b|\bbatadv\b", re.M), "batman-adv"),
     (re.compile(r"^\s*mpls-enable\s|\bnet\.mpls\.", re.M), "mpls"),
     (re.compile(r"^\s*iface\s+\S+\s+inet6\s+dhcp\b", re.M), "dhcpv6"),
+    (re.compile(r"^\s*link-(speed|duplex|autoneg)\s", re.M), "link-modes"),
 )
 # What no tier of the harness can judge: its DHCP peer (dnsmasq, tests/compat/dhcp_peer.py)
 # answers DHCPv4 only.
 NOT_JUDGED = {"dhcpv6": "inet6 dhcp: the harness's DHCP peer answers DHCPv4 only",
               "openvswitch": "Open vSwitch: neither tier runs ovs-vswitchd (tests/kernel/"
-                             "test_ovs.py covers netcfg's side)"}
+                             "test_ovs.py covers netcfg's side)",
+              "link-modes": "link-speed/-duplex/-autoneg: the sandbox's stand-in ports are "
+                            "veths, which have no link modes (netcfg refuses them there, "
+                            "ifupdown2 skips them without a word); tests/kernel/"
+                            "test_ethtool.py covers netcfg's side"}
 _MAKES = re.compile(r"^(bridge[-_]ports|bond[-_]slaves|bond[-_]mode|slaves|vxlan-id|vrf-table|"
                     r"link-type|tunnel-mode|mode|vlan[-_]raw[-_]device|vlan-id|endpoint|"
                     r"wireguard\S*|batman\S*|ovs_type|ovs-type|pre-up|up|pointopoint)$")
