@@ -368,16 +368,19 @@ def peers_fail(record: dict | None) -> bool:
     judged = [v for v in applies.values() if v["status"] not in ("skipped",)]
     if judged:
         return all(v["status"] == "error" for v in judged)
-    fails = [record["ifupdown2"]["status"] == "no"]
-    if record["for_ifupdown"]:
-        fails.append(not record["ifupdown"]["accepts"])
-    return all(fails)
+    if peers.accepted_by_peer(record):
+        return False
+    # No peer accepts it (peers.accepted_by_peer): one whose verdict counts for the
+    # file refused it in its check (ifupdown's, for a file written for ifupdown).
+    return record["ifupdown2"]["status"] == "no" or (
+        record["for_ifupdown"] and not record["ifupdown"]["accepts"])
 
 
 # A refusal of a value no tool could apply: ifupdown2's syntax check passes such a line (it
 # reads it as text, or passes it to a hook) and its apply fails on it, as ifupdown's does.
 _BAD_VALUE = re.compile(r"is not an IPv4 or IPv6 address|expected a MAC address|"
                         r"does not match|out of range|not a valid interface name|"
+                        r"is not a prefix length|prefix length /\d+ is longer|"
                         r"is enslaved to both|the kernel keeps one tunnel of a kind per pair")
 
 
