@@ -167,6 +167,9 @@ def _gre_lines(stanza: Stanza, attributes: list[RawAttribute],
             report.error(raw.loc, f"{stanza.name}: gre-endpoint is not a key of ifupdown-ng's "
                          f"gre executor, which reads the remote end from gre-remote (and "
                          f"ignores this line); write 'gre-remote ADDRESS'", raw.name)
+            # Refused already: kept as the endpoint so that no second error
+            # says the tunnel has none.
+            out.append(RawAttribute("tunnel-endpoint", raw.value, raw.loc))
         elif raw.name == "gre-key" and report is not None:
             report.error(raw.loc, f"{stanza.name}: gre-key is not applied yet: {_KEYS}; "
                          f"remove it, or configure both ends without it", raw.name)
