@@ -490,8 +490,12 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
         m = re.match(r"route (ifupdown2|netcfg) only: ", line)
         if m:
             route = _json_after(line, " only: ")
+            # The peer's: ifupdown2's `proto kernel onlink`, or, against ifupdown 0.8
+            # (differential.reference_peer), its `ip route add default via G dev D onlink`
+            # (proto boot, which `ip -j` leaves out).
+            peer_proto = route.get("protocol") in ("kernel", None)
             if route.get("dst") == "default" and route.get("gateway") and \
-                    route.get("protocol") == ("kernel" if m.group(1) == "ifupdown2" else "110"):
+                    (peer_proto if m.group(1) == "ifupdown2" else route.get("protocol") == "110"):
                 key = tuple(route.get(k) for k in ("dst", "gateway", "dev", "table", "metric"))
                 gateways.setdefault(key, []).append(line)
                 continue
