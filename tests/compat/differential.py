@@ -573,6 +573,21 @@ def _text_with_sources(path: Path) -> str:
     return text + "".join(p.read_text() for p in sourced if p.is_file())
 
 
+def _settle_protodown() -> None:
+    """A carrier change reaches operstate and the routes' `linkdown` flag through the
+    kernel's linkwatch, up to a second later (linkwatch_schedule_work): netcfg sets a
+    VRRP macvlan's protodown (carrier off) at the end of its apply, and a state read at
+    once saw its routes without `linkdown` on some runs. Where a device has protodown
+    on, the state is read after that second."""
+    links = subprocess.run(["ip", "-d", "-j", "link", "show"], capture_output=True, text=True)
+    try:
+        down = any(link.get("proto_down") for link in json.loads(links.stdout or "[]"))
+    except ValueError:
+        down = False
+    if down:
+        time.sleep(1.2)
+
+
 def _inner_run(spec: dict, run, leasing: list[str]) -> int:
     env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": "/root"}
     if spec["tool"] == "ifupdown2":
@@ -601,6 +616,7 @@ def _inner_run(spec: dict, run, leasing: list[str]) -> int:
     else:
         proc = run(argv, env, TIMEOUT - 30)
     unleased = dhcp_peer.wait_for_leases(leasing)
+    _settle_protodown()
     result = {"rc": proc.returncode, "log": proc.stdout + proc.stderr
               + (f"\n(harness: no lease on {', '.join(unleased)} after "
                  f"{dhcp_peer.LEASE_WAIT_S} s)" if unleased else ""),

@@ -109,6 +109,11 @@ PORT_COST_RESET = (
     "up_apply_brports_attributes: 'no configuration detected, resetting to default')")
 
 
+INET6_STATIC_AUTOCONF = (
+    "deliberate: `inet6 static` without an `autoconf` line leaves the kernel's autoconf, as "
+    "ifupdown2 does; ifupdown 0.8 (this file's reference peer) writes its default 0")
+
+
 def _vlan_lower(name: str, stanzas: dict[str, dict[str, list[str]]]) -> str | None:
     """The device NAME is a VLAN of (`vlan-raw-device`, or the dotted name's stem)."""
     raw = stanzas.get(name, {}).get("vlan-raw-device")
@@ -382,6 +387,7 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
     brought_up = {n for ln in file_text.splitlines()
                   if re.match(r"\s*(auto|allow-\S+)\s", ln) for n in ln.split()[1:]}
     unbrought: dict[str, set[str]] = {}
+    inet6_static = set(re.findall(r"^\s*iface\s+(\S+)\s+inet6\s+static\b", file_text, re.M))
     # networking.service's second step runs `ifup NAME` for each allow-hotplug name.
     hotplug = {n for ln in file_text.splitlines() if re.match(r"\s*allow-hotplug\s", ln)
                for n in ln.split("#", 1)[0].split()[1:]}
@@ -483,6 +489,10 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             why[line] = ("deliberate: arp-accept on a bridge without an address (ifupdown2 "
                          "applies it only with one)")
             continue
+        m = re.match(r"sysctl ipv6/(\S+)/autoconf: ifupdown2 0, netcfg 1$", line)
+        if m and m.group(1) in inet6_static and "autoconf" not in stanzas.get(m.group(1), {}):
+            why[line] = INET6_STATIC_AUTOCONF
+            continue
         reason = _device_sysctl_reason(line, {"bridge": bridges, "port": ports})
         if reason:
             why[line] = reason
@@ -493,8 +503,11 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             # The peer's: ifupdown2's `proto kernel onlink`, or, against ifupdown 0.8
             # (differential.reference_peer), its `ip route add default via G dev D onlink`
             # (proto boot, which `ip -j` leaves out).
-            peer_proto = route.get("protocol") in ("kernel", None)
-            if route.get("dst") == "default" and route.get("gateway") and \
+            # A written route through a gateway (6to4's 2000::/3): ifupdown 0.8's `ip
+            # route add` (proto boot) against netcfg's proto 110.
+            peer_proto = route.get("protocol") in ("kernel", None) if route.get("dst") == \
+                "default" else route.get("protocol") is None
+            if route.get("gateway") and \
                     (peer_proto if m.group(1) == "ifupdown2" else route.get("protocol") == "110"):
                 key = tuple(route.get(k) for k in ("dst", "gateway", "dev", "table", "metric"))
                 gateways.setdefault(key, []).append(line)
@@ -582,7 +595,9 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
         # proto 110. A `linkdown` flag is carrier at the moment of reading, not a setting.
         if len(pair) == 2:
             for line in pair:
-                why[line] = "deliberate: default route of `gateway`: protocol"
+                why[line] = "deliberate: default route of `gateway`: protocol" \
+                    if _json_after(line, " only: ").get("dst") == "default" else \
+                    "deliberate: a written route's protocol (netcfg's 110, ifupdown 0.8's boot)"
     # IPv6 forwarding on gives a device the subnet-router anycast address of each
     # of its prefixes (addrconf_join_anycast): a consequence of the deliberate one.
     forwarding = {m.group(1) for line, reason in why.items()

@@ -369,3 +369,14 @@ def test_explain_names_the_vrrp_macvlans_netcfg_names_after_their_interface():
     why = explain.explain(lines, text)
     assert set(why) == set(lines) and set(why.values()) == {explain.VRRP_NAMES}
     assert explain.explain(lines[1::2], text) == {}
+
+
+def test_explain_names_the_autoconf_ifupdown_sets_on_inet6_static():
+    """Compared with ifupdown 0.8 (bird2-interfaces): its `inet6 static` writes autoconf 0,
+    netcfg leaves the kernel's as ifupdown2 does; a stanza that writes autoconf, or one that
+    is not inet6 static, stays unexplained."""
+    text = ("auto eth0\niface eth0 inet dhcp\niface eth0 inet6 static\n  address 2001:db8::1/64\n"
+            "auto eth1\niface eth1 inet6 static\n  address 2001:db8:1::1/64\n  autoconf 1\n"
+            "auto eth2\niface eth2 inet6 auto\n")
+    lines = [f"sysctl ipv6/eth{i}/autoconf: ifupdown2 0, netcfg 1" for i in range(3)]
+    assert explain.explain(lines, text) == {lines[0]: explain.INET6_STATIC_AUTOCONF}
