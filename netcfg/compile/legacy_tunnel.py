@@ -135,6 +135,11 @@ def _six_to_four(attributes: list[RawAttribute], stanza: Stanza) -> list[RawAttr
     address gets no derived lines: tunnel.py refuses it at its line."""
     out = [RawAttribute("tunnel-mode", "sit", stanza.loc),
            RawAttribute("tunnel-endpoint", "any", stanza.loc)]
+    if not any(a.name == "tunnel-ttl" for a in attributes):
+        # ifupdown runs `ip tunnel add IF mode sit remote any local L [ttl T]`: made
+        # through the ioctl without a ttl, the tunnel inherits the inner packet's (0);
+        # made over netlink without IFLA_IPTUN_TTL it would get 64 (testcase.7, .9).
+        out.append(RawAttribute("tunnel-ttl", "0", stanza.loc))
     local = next((a for a in attributes if a.name == "tunnel-local"), None)
     metric = next((a for a in attributes if a.name == "metric"), None)
     for raw in attributes:

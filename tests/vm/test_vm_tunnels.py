@@ -283,6 +283,10 @@ IFUPDOWN_INET6 = textwrap.dedent("""\
       local 198.51.100.10
       ttl 64
       metric 7
+
+    auto tun6inherit
+    iface tun6inherit inet6 6to4
+      local 198.51.100.11
     """)
 
 
@@ -304,6 +308,9 @@ def test_ifupdown_inet6_tunnel_encaplimit_and_6to4(session, tmp_path):
     assert sit["linkinfo"]["info_kind"] == "sit", sit
     assert sit["linkinfo"]["info_data"]["remote"] == "any", sit
     assert sit["linkinfo"]["info_data"]["local"] == "198.51.100.10", sit
+    assert sit["linkinfo"]["info_data"]["ttl"] == 64, sit
+    # Without a ttl line, as ifupdown's `ip tunnel add` makes it: the inner packet's.
+    assert info("", "tun6inherit")["linkinfo"]["info_data"].get("ttl", 0) == 0
     addrs = json.loads(subprocess.run(["ip", "-6", "-j", "addr", "show", "dev", "tun6to4"],
                                       check=True, capture_output=True, text=True).stdout)
     assert ("2002:c633:640a::1", 16) in {(a["local"], a["prefixlen"])
