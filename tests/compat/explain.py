@@ -275,7 +275,7 @@ IFUPDOWN2_CACHE_RACE = (
     "by a listener thread): no hwaddress, no address, on some runs only")
 # A device a stanza's own pre-up or up line makes (tests/compat/peers.py made_by_hooks).
 _MAKES_DEVICE = re.compile(r"^\s*(pre-up|up)\s.*(\baddbr\b|\blink add\b|\btuntap add\b|"
-                           r"\btunctl\b)", re.M)
+                           r"\btunctl\b|\btunnel add\b)", re.M)
 
 
 def ifupdown2_raced(differences: list[str], file_text: str) -> set[str]:
