@@ -82,8 +82,9 @@ def _no_address_on_a_port(model: Model, report: Report) -> None:
     for key, master_key in model.masters.items():
         master = model.interfaces.get(master_key)
         obj = model.interfaces.get(key)
-        if master is None or obj is None or obj.implicit or master.kind not in _PORT_MASTERS:
-            continue
+        if master is None or obj is None or obj.implicit or master.kind not in _PORT_MASTERS \
+                or not master.auto:
+            continue    # (a master no auto line brings up: ifupdown 0.8 leaves the port alone)
         role = "port" if master.kind == "bridge" else "slave"
         why = (f"{obj.label()} is a {role} of {master.label()}: frames for its own addresses "
                f"reach {master.label()}, not it (ifupdown2 ignores it too: 'Assigning an IP "

@@ -114,6 +114,12 @@ INET6_STATIC_AUTOCONF = (
     "ifupdown2 does; ifupdown 0.8 (this file's reference peer) writes its default 0")
 
 
+PORT_ADDRESS = (
+    "deliberate: a bridge port's or bond slave's own address is ignored, as ifupdown2 "
+    "ignores it ('Assigning an IP address is not allowed on enslaved interfaces'); the "
+    "peer (ifupdown 0.8) set it, where frames for it reach the master, not the port")
+
+
 def _vlan_lower(name: str, stanzas: dict[str, dict[str, list[str]]]) -> str | None:
     """The device NAME is a VLAN of (`vlan-raw-device`, or the dotted name's stem)."""
     raw = stanzas.get(name, {}).get("vlan-raw-device")
@@ -615,4 +621,19 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             if route.get("prefsrc") in unbrought.get(route.get("dev"), ()) or \
                     route.get("dst") in unbrought.get(route.get("dev"), ()):
                 why[line] = NOT_AUTO
+    # A port's own address (a peer that sets it: ifupdown 0.8), and the kernel's routes of it.
+    enslaved = ports | {s for a in stanzas.values() for s in a.get("bond-slaves", [])}
+    on_port: dict[str, set[str]] = {}
+    for line in differences:
+        m = re.match(r"address (\S+) (\S+)/(\d+): ifupdown2 only$", line)
+        if m and line not in why and m.group(1) in enslaved and \
+                f"{m.group(2)}/{m.group(3)}" in stanzas[m.group(1)].get("address", []):
+            why[line] = PORT_ADDRESS
+            on_port.setdefault(m.group(1), set()).add(m.group(2))
+    for line in differences:
+        if line.startswith("route ifupdown2 only: ") and line not in why:
+            route = _json_after(line, " only: ")
+            if route.get("prefsrc") in on_port.get(route.get("dev"), ()) or \
+                    route.get("dst") in on_port.get(route.get("dev"), ()):
+                why[line] = PORT_ADDRESS
     return why

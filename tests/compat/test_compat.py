@@ -380,3 +380,19 @@ def test_explain_names_the_autoconf_ifupdown_sets_on_inet6_static():
             "auto eth2\niface eth2 inet6 auto\n")
     lines = [f"sysctl ipv6/eth{i}/autoconf: ifupdown2 0, netcfg 1" for i in range(3)]
     assert explain.explain(lines, text) == {lines[0]: explain.INET6_STATIC_AUTOCONF}
+
+
+def test_explain_names_a_ports_own_address_the_peer_set():
+    """ifupdown 0.8 (testcase.7) puts eth0.0201's address on it though br0.0201 enslaves
+    it; netcfg ignores it as ifupdown2 does. The kernel's routes of it go with it; an
+    address of a device that is no port stays unexplained."""
+    text = ("auto eth0.0201 br0.0201 eth1\niface eth0.0201 inet static\n  address 192.168.0.1/25\n"
+            "iface br0.0201 inet manual\n  bridge_ports eth0.0201\n"
+            "iface eth1 inet static\n  address 10.0.0.1/24\n")
+    lines = ["address eth0.0201 192.168.0.1/25: ifupdown2 only",
+             'route ifupdown2 only: {"dev": "eth0.0201", "dst": "192.168.0.1", "flags": [], '
+             '"prefsrc": "192.168.0.1", "protocol": "kernel", "scope": "host", "table": "local", '
+             '"type": "local"}',
+             "address eth1 10.0.0.1/24: ifupdown2 only"]
+    why = explain.explain(lines, text)
+    assert set(why) == set(lines[:2]) and set(why.values()) == {explain.PORT_ADDRESS}
