@@ -76,14 +76,17 @@ def model(tmp_path, method: str):
     return compile_config(ConfigSource(path=str(path))).model
 
 
-def start_dnsmasq(tmp_path) -> subprocess.Popen:
-    # --port=0: DHCP only, no DNS server (and so no DNS option in leases).
+def start_dnsmasq(tmp_path, pool: ipaddress.IPv4Network = POOL,
+                  stderr=subprocess.PIPE) -> subprocess.Popen:
+    """dnsmasq in namespace srv on s0, leasing .50-.60 of POOL; its lease file is
+    tmp_path/dnsmasq.leases. --port=0: DHCP only, no DNS server (and so no DNS
+    option in leases)."""
     return subprocess.Popen(
         ["ip", "netns", "exec", "srv", "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
          "--port=0", "--interface=s0", "--bind-interfaces", "--user=root",
-         f"--dhcp-range={POOL[50]},{POOL[60]},1h", f"--dhcp-leasefile={tmp_path}/dnsmasq.leases",
+         f"--dhcp-range={pool[50]},{pool[60]},1h", f"--dhcp-leasefile={tmp_path}/dnsmasq.leases",
          f"--pid-file={tmp_path}/dnsmasq.pid"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stdout=subprocess.DEVNULL, stderr=stderr)
 
 
 def client_addresses(netns: str = "cli", dev: str = "c0") -> list[str]:

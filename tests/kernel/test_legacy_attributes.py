@@ -11,6 +11,7 @@ VM tier's, and their compile is a golden case (ok-ifupdown-legacy-keys).
 
 from __future__ import annotations
 
+import ipaddress
 import shutil
 import subprocess
 import textwrap
@@ -23,7 +24,7 @@ from kernel_env import link_details
 
 from netcfg.apply.execute import apply
 
-from test_dhcp import private_etc  # noqa: F401 (a fixture: /etc overlaid in the sandbox)
+from test_dhcp import private_etc, start_dnsmasq  # noqa: F401 (private_etc: a fixture)
 
 LEGACY = textwrap.dedent("""\
     auto lo
@@ -138,12 +139,7 @@ def test_inet_dhcp_options_reach_the_server(session, tmp_path, monkeypatch, priv
     monkeypatch.setenv("NETCFG_RUN_DIR", str(tmp_path / "run"))
     assert apply(compiled(tmp_path, DHCP_SERVER_AND_CLIENT).model, session).verified
     leases = tmp_path / "dnsmasq.leases"
-    server = subprocess.Popen(
-        ["ip", "netns", "exec", "srv", "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
-         "--port=0", "--interface=s0", "--bind-interfaces", "--user=root",
-         "--dhcp-range=10.78.0.50,10.78.0.60,1h", f"--dhcp-leasefile={leases}",
-         f"--pid-file={tmp_path}/dnsmasq.pid"], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+    server = start_dnsmasq(tmp_path, ipaddress.ip_network("10.78.0.0/24"), subprocess.DEVNULL)
     lease = dhcp.Lease("cli", "c0", "4")
     clients = dhcp.clients()
     try:

@@ -10,6 +10,7 @@ bonds are the VM tier's, so the orderings here are made of bridges.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from builders import compiled
 from netcfg.apply.execute import apply
 from netcfg.ifupdown.main import main as ifupdown_main
 
-from test_dhcp import private_etc  # noqa: F401 (a fixture: /etc overlaid in the sandbox)
+from test_dhcp import private_etc, start_dnsmasq  # noqa: F401 (private_etc: a fixture)
 
 # Names against the order of the alphabet and of the file: without
 # `requires`, netcfg brings all three up in one batch, sorted by name.
@@ -189,12 +190,7 @@ def test_use_dhcp_runs_the_client_as_inet_dhcp(session, tmp_path, monkeypatch, p
     server_side = USE_DHCP.split("    use dhcp\n")[0]   # c0 without a method: manual
     assert apply(compiled(tmp_path, server_side).model, session).verified
     leases = tmp_path / "dnsmasq.leases"
-    server = subprocess.Popen(
-        ["ip", "netns", "exec", "srv", "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null",
-         "--port=0", "--interface=s0", "--bind-interfaces", "--user=root",
-         "--dhcp-range=10.79.0.50,10.79.0.60,1h", f"--dhcp-leasefile={leases}",
-         f"--pid-file={tmp_path}/dnsmasq.pid"], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL)
+    server = start_dnsmasq(tmp_path, ipaddress.ip_network("10.79.0.0/24"), subprocess.DEVNULL)
     lease = dhcp.Lease("cli", "c0", "4")
     clients = dhcp.clients()
     try:
