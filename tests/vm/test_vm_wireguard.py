@@ -34,7 +34,8 @@ from netcfg.model.tags import NETNS_MARK
 VM_TIER = pytest.mark.skipif(not kernel_can("wgprobe0", "type", "wireguard"),
                              reason="VM tier: needs the wireguard module (make test-vm)")
 
-CONFIG = textwrap.dedent("""\
+# The underlay both wireguard tests run over: a veth pair between namespaces a and b.
+VETH_PAIR = textwrap.dedent("""\
     auto veth-a
     iface veth-a
         netns a
@@ -45,6 +46,9 @@ CONFIG = textwrap.dedent("""\
     iface veth-b
         netns b
         address 192.168.50.2/24
+""")
+
+CONFIG = VETH_PAIR + textwrap.dedent("""\
 
     auto wg0
     iface wg0
@@ -235,17 +239,7 @@ def test_netcfgd_repairs_around_a_missing_key_file(session, tmp_path, keys):
 
 # ifupdown-ng's wireguard executor (`wg setconf IF PATH`): a setconf file
 # named by wireguard-config-path is the device's key, port, mark and peers.
-NG_CONFIG = textwrap.dedent("""\
-    auto veth-a
-    iface veth-a
-        netns a
-        veth-peer-name veth-b
-        veth-peer-netns b
-        address 192.168.50.1/24
-    auto veth-b
-    iface veth-b
-        netns b
-        address 192.168.50.2/24
+NG_CONFIG = VETH_PAIR + textwrap.dedent("""\
 
     auto wg-foo
     iface wg-foo
