@@ -99,7 +99,7 @@ def iface(name, kind, netns="", auto=False, **attrs):
 
 COMMON = {"addr-gen-mode": "eui64", "disable-ipv6": False, "ip-forward": False,
           "ip6-forward": False, "arp-accept": False, "accept-dad": 1, "dad-transmits": 1,
-          "accept-ra": 1, "privext": 0}
+          "accept-ra": 1, "privext": 0, "autoconf": True}
 # lo's accept_dad and use_tempaddr are -1: neither DAD nor temporary addresses
 # apply to it, no setting to report.
 LO_COMMON = {k: v for k, v in COMMON.items() if k not in ("accept-dad", "privext")}
