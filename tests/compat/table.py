@@ -291,6 +291,20 @@ def same_state(name: str) -> str:
     return "differs" if rec["unexplained"] else "same"
 
 
+def _unjudged_reason(record: dict) -> str:
+    """Why no peer's apply of a file was judged: what the harness lacks."""
+    verdicts = (record.get("apply") or {}).values()
+    needs = {k for v in verdicts for k in v.get("needs") or () if k in peers.NOT_JUDGED}
+    if needs:
+        return "the harness has no " + "/".join(sorted(needs))
+    if any(v["status"] == "timeout" for v in verdicts):
+        return "killed at the VM tier's limit"
+    if any(v["status"] == "needs-vm" for v in verdicts):
+        return "needs a kernel module the VM tier lacks too (" + ", ".join(sorted(
+            {k for v in verdicts for k in v.get("needs") or ()})) + ")"
+    return "not judged (" + "; ".join(v.get("first_error", "")[:60] for v in verdicts) + ")"
+
+
 def _peer_summary(results: list[Checked], current: dict) -> list[str]:
     """Issue 22's measure: of the files a peer applies without an error, how many netcfg
     accepts and brings to the same kernel state; and every refusal of such a file, at its
@@ -315,9 +329,11 @@ def _peer_summary(results: list[Checked], current: dict) -> list[str]:
              f"deliberate) on **{states['same']}** ({pct(states['same'], len(applied))}); "
              + ", ".join(f"differential {k}: {v}" for k, v in sorted(states.items())
                          if k != "same") + ".", "",
-             f"Apply not judged (the file needs a kind the host kernel lacks: the VM tier's "
-             f"run has not judged it): **{len(unjudged)}** (netcfg accepts "
-             f"{sum(r.accepted for r in unjudged)}). A peer's check passes but every apply "
+             f"Apply not judged: **{len(unjudged)}** (netcfg accepts "
+             f"{sum(r.accepted for r in unjudged)}): "
+             + ", ".join(f"{why} {n}" for why, n in Counter(
+                 _unjudged_reason(current[r.name]) for r in unjudged).most_common())
+             + f". A peer's check passes but every apply "
              f"fails: **{len(failed)}** (netcfg accepts {sum(r.accepted for r in failed)}).", "",
              f"Peer-accepted by the syntax check alone (the measure before the apply verdict: "
              f"Debian's ifupdown2 `ifup -a -s` passes, {warned} of them with warnings only, and "
