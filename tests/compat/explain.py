@@ -457,6 +457,13 @@ def explain(differences: list[str], file_text: str, ifupdown2_log: str = "") -> 
             why[line] = ("deliberate: an alias stanza's address is labelled with its name, "
                          "as ifupdown labels it")
             continue
+        # `dad-attempts 0`: ifupdown 0.8 adds the stanza's addresses with nodad; netcfg
+        # turns the interface's DAD off (docs/compat.md, the legacy attributes' table).
+        m = re.match(r"sysctl ipv6/(\S+)/accept_dad: ifupdown2 1, netcfg 0$", line)
+        if m and stanzas.get(m.group(1), {}).get("dad-attempts", [""])[0] == "0":
+            why[line] = ("deliberate: dad-attempts 0 is accept-dad 0 on the interface (ifupdown "
+                         "0.8 adds its addresses nodad instead)")
+            continue
         # A bridge whose stanza writes no mtu: ifupdown2's address addon sets it to its
         # policy's default (1500) after its ports joined (_process_mtu_config_mtu_none);
         # netcfg leaves the kernel's, the smallest port's (docs/compat.md "Where netcfg
