@@ -326,9 +326,9 @@ def _peer_summary(results: list[Checked], current: dict) -> list[str]:
              f"**{len(applied)}**; netcfg accepts **{len(ok_applied)}** "
              f"({pct(len(ok_applied), len(applied))}, the goal is 98%), and reaches the same "
              f"kernel state as ifupdown2 (or one whose every difference is listed as "
-             f"deliberate) on **{states['same']}** ({pct(states['same'], len(applied))}); "
-             + ", ".join(f"differential {k}: {v}" for k, v in sorted(states.items())
-                         if k != "same") + ".", "",
+             f"deliberate) on **{states['same']}** ({pct(states['same'], len(applied))})"
+             + "".join(f"; differential {k}: {v}" for k, v in sorted(states.items())
+                       if k != "same") + ".", "",
              f"Apply not judged: **{len(unjudged)}** (netcfg accepts "
              f"{sum(r.accepted for r in unjudged)}): "
              + ", ".join(f"{why} {n}" for why, n in Counter(
@@ -400,9 +400,23 @@ _BAD_VALUE = re.compile(r"is not an IPv4 or IPv6 address|expected a MAC address|
                         r"is enslaved to both|the kernel keeps one tunnel of a kind per pair")
 
 
+# Files written for ifupdown-ng (no peer here runs it) whose refusal was checked against
+# ifupdown-ng's own code (ifupdown-ng at e42da09).
+CHECKED_AGAINST_NG = {
+    "ifupdown-ng/ifupdown-ng-doc-ADMIN-GUIDE-L211.interfaces":
+        "a defect the peer fails on too (ifupdown-ng's gre executor: `[ -z \"$IF_GRE_LOCAL\" ] "
+        "&& exit 1`, and the file has no gre-local; its gre-endpoint is no key of it)",
+    "ifupdown-ng/ifupdown-ng-tests-fixtures-dependency-loop.interfaces":
+        "decided: a requires loop has no order to keep (ifupdown-ng breaks it silently where "
+        "its walk enters it; its fixture tests that it does not hang)",
+}
+
+
 def other_cause(result: "Checked", record: dict | None) -> str:
     """Why netcfg refuses a file no peer applies (issue 22's second done-when)."""
     message = result.errors[0][1] if result.errors else ""
+    if result.name in CHECKED_AGAINST_NG:
+        return CHECKED_AGAINST_NG[result.name]
     if peers_fail(record):
         return "a defect the peer fails on too"
     if _BAD_VALUE.search(message):
