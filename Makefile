@@ -69,7 +69,20 @@ COMPAT_DEBS := python3-mako python3-markupsafe
 $(COMPAT_PY_DIR)/.stamp:
 	$(call apt_unpack,compat,$(COMPAT_DEBS),$(COMPAT_PY_DIR),python3-mako)
 	@touch $@
-compat-deps: venv ifupdown2-examples $(COMPAT_PY_DIR)/.stamp
+# Debian's ifupdown 0.8 and the packages that hook it (bridge-utils, vlan,
+# ifenslave), unpacked, never installed: the peer a file written for ifupdown
+# is judged against where ifupdown2's own apply fails on it
+# (differential.reference_peer), and peers.py's verdict.
+IFUPDOWN_DIR := .cache/ifupdown
+IFUPDOWN_HOOKS_DIR := .cache/ifupdown-hooks
+$(IFUPDOWN_DIR)/.stamp:
+	$(call apt_unpack,ifupdown,ifupdown,$(IFUPDOWN_DIR),ifupdown)
+	@touch $@
+$(IFUPDOWN_HOOKS_DIR)/.stamp:
+	$(call apt_unpack,ifupdown-hooks,bridge-utils vlan ifenslave,$(IFUPDOWN_HOOKS_DIR),bridge-utils/vlan/ifenslave)
+	@touch $@
+compat-deps: venv ifupdown2-examples $(COMPAT_PY_DIR)/.stamp $(IFUPDOWN_DIR)/.stamp \
+		$(IFUPDOWN_HOOKS_DIR)/.stamp
 	$(call apt_install,isc-dhcp-client dnsmasq-base,for the compat tier's DHCP peer,:)
 	@# ifupdown2 loads its batman_adv addon only where /usr/sbin/batctl exists: without it
 	@# the peer makes no mesh at all ("bat0: interface not recognized").
@@ -112,12 +125,8 @@ test-compat-vm-quick: vm-deps compat-deps
 # Debian's ifupdown2 (ifup -a -s) and, for files written for ifupdown, Debian's
 # ifupdown 0.8 (ifup -n), each unpacked and sandboxed; written to
 # tests/compat/peer_results.json, which `make test` reads (~4 min). Root only.
-IFUPDOWN_DIR := .cache/ifupdown
 .PHONY: compat-peers
-$(IFUPDOWN_DIR)/.stamp:
-	$(call apt_unpack,ifupdown,ifupdown,$(IFUPDOWN_DIR),ifupdown)
-	@touch $@
-compat-peers: compat-deps $(IFUPDOWN_DIR)/.stamp
+compat-peers: compat-deps
 	@if [ "$$(id -u)" != 0 ]; then echo "compat-peers: skipped (needs root)"; exit 0; fi; \
 	$(PY) tests/compat/peers.py
 
