@@ -28,18 +28,27 @@ pytestmark = pytest.mark.skipif(
     reason="needs isc-dhcp-client and dnsmasq-base (make kernel-deps)")
 
 POOL = ipaddress.ip_network("10.77.0.0/24")
-CONFIG = textwrap.dedent("""\
-    netns srv
-    netns cli
 
-    auto s0
-    iface s0
+
+def server_side(pool: ipaddress.IPv4Network) -> str:
+    """The DHCP tests' namespaces and link: s0 in srv (pool's .1, where
+    start_dnsmasq serves), its veth peer c0 in cli, for the test's c0 stanza."""
+    return textwrap.dedent(f"""\
         netns srv
-        link-type veth
-        veth-peer-name c0
-        veth-peer-netns cli
-        address 10.77.0.1/24
+        netns cli
 
+        auto s0
+        iface s0
+            netns srv
+            link-type veth
+            veth-peer-name c0
+            veth-peer-netns cli
+            address {pool[1]}/{pool.prefixlen}
+
+        """)
+
+
+CONFIG = server_side(POOL) + textwrap.dedent("""\
     auto c0
     iface c0 {method}
         netns cli

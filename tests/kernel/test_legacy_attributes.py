@@ -24,7 +24,7 @@ from kernel_env import link_details
 
 from netcfg.apply.execute import apply
 
-from test_dhcp import private_etc, start_dnsmasq  # noqa: F401 (private_etc: a fixture)
+from test_dhcp import private_etc, server_side, start_dnsmasq  # noqa: F401 (a fixture)
 
 LEGACY = textwrap.dedent("""\
     auto lo
@@ -110,18 +110,7 @@ def test_a_changed_metric_moves_the_default_route(session, tmp_path, ip_json):
     assert apply(compiled(tmp_path, changed).model, session).requests == 0
 
 
-DHCP_SERVER_AND_CLIENT = textwrap.dedent("""\
-    netns srv
-    netns cli
-
-    auto s0
-    iface s0
-        netns srv
-        link-type veth
-        veth-peer-name c0
-        veth-peer-netns cli
-        address 10.78.0.1/24
-
+DHCP_SERVER_AND_CLIENT = server_side(ipaddress.ip_network("10.78.0.0/24")) + textwrap.dedent("""\
     auto c0
     iface c0 inet manual
         netns cli

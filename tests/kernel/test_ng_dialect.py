@@ -24,7 +24,7 @@ from builders import compiled
 from netcfg.apply.execute import apply
 from netcfg.ifupdown.main import main as ifupdown_main
 
-from test_dhcp import private_etc, start_dnsmasq  # noqa: F401 (private_etc: a fixture)
+from test_dhcp import private_etc, server_side, start_dnsmasq  # noqa: F401 (a fixture)
 
 # Names against the order of the alphabet and of the file: without
 # `requires`, netcfg brings all three up in one batch, sorted by name.
@@ -156,18 +156,7 @@ def test_ipv6_executors_are_the_sysctls_they_write(session, tmp_path):
     assert _sysctl("v6a", "autoconf") == "0"
 
 
-USE_DHCP = textwrap.dedent("""\
-    netns srv
-    netns cli
-
-    auto s0
-    iface s0
-        netns srv
-        link-type veth
-        veth-peer-name c0
-        veth-peer-netns cli
-        address 10.79.0.1/24
-
+USE_DHCP = server_side(ipaddress.ip_network("10.79.0.0/24")) + textwrap.dedent("""\
     auto c0
     iface c0
         netns cli
