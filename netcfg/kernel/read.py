@@ -315,15 +315,23 @@ def _name_tunnel_devs(state: NamespaceState) -> None:
     """A tunnel's underlay device by name (IFLA_GRE_LINK, IFLA_IPTUN_LINK,
     IFLA_VTI_LINK are ifindexes of its namespace; kinds/tunnel_kinds.py)."""
     for name, obj in state.interfaces.items():
-        dev = obj.attrs.get(TUNNEL_DEV)
-        if not isinstance(dev, int) or obj.kind not in TUNNEL_KINDS:
-            continue
-        if dev in state.names:
-            obj.attrs[TUNNEL_DEV] = state.names[dev]
-        else:
-            del obj.attrs[TUNNEL_DEV]
-            state.notes.append(f"{name}: its underlay device (ifindex {dev}) is not in its "
-                               f"namespace; netcfg has no spelling for that")
+        if obj.kind in TUNNEL_KINDS:
+            _name_underlay(state, name, obj, TUNNEL_DEV)
+
+
+def _name_underlay(state: NamespaceState, name: str, obj, attribute: str) -> None:
+    """``attribute`` (an underlay's ifindex, as the kernel reports it) by the
+    device's name; left out, with a note, when that device is in another
+    namespace."""
+    index = obj.attrs.get(attribute)
+    if not isinstance(index, int):
+        return
+    if index in state.names:
+        obj.attrs[attribute] = state.names[index]
+    else:
+        del obj.attrs[attribute]
+        state.notes.append(f"{name}: its underlay device (ifindex {index}) is not in its "
+                           f"namespace; netcfg has no spelling for that")
 
 
 # A namespace whose devices are at least a quarter vxlans is read in one
@@ -347,14 +355,7 @@ def _read_vxlans(sock: RtnlSocket, state: NamespaceState) -> None:
     for name, obj in state.interfaces.items():
         if obj.kind != "vxlan":
             continue
-        physdev = obj.attrs.get(PHYSDEV)
-        if isinstance(physdev, int):
-            if physdev in state.names:
-                obj.attrs[PHYSDEV] = state.names[physdev]
-            else:
-                del obj.attrs[PHYSDEV]
-                state.notes.append(f"{name}: its underlay device (ifindex {physdev}) is not in "
-                                   f"its namespace; netcfg has no spelling for that")
+        _name_underlay(state, name, obj, PHYSDEV)
         # A metadata device's remotes are per VNI: not netcfg's (yet).
         if not obj.attrs.get(VNIFILTER) and VNI in obj.attrs:
             classic[state.ifindex[name]] = obj
