@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from netcfg.apply import dhcp, genl, ovs
-from netcfg.apply.hooks import Hooks, HookSettings
+from netcfg.apply.hooks import Hooks, HookSettings, hook_added
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
 from netcfg.apply.refusal import Refused, explain
@@ -168,6 +168,7 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         # What only the edge may read (wireguard key files, as the public
         # keys the diff compares): apply/genl.py.
         target = genl.prepare(target, session)
+        target = hook_added(target, hooks)   # what up lines added stays (apply/hooks.py)
         purge = {n for n, o in target.namespaces.items() if o.attrs.get("purge")}
         if selection:
             # Purge is a namespace's: only when whole namespaces are applied.
@@ -291,7 +292,8 @@ def _converge(wanted: Model, before: Model, scope: _Scope, *, dry_run: bool,
         # check): the plan's notes, without reading the record.
         hooks = HookSettings(record=None)
     runner = Hooks.for_plan(wanted, plan, scope.session.nsdir.path, hooks,
-                            in_reach=_hook_reach(scope, stopping), stopping=stopping is not None)
+                            in_reach=_hook_reach(scope, stopping), stopping=stopping is not None,
+                            session=scope.session)
     plan.notes.extend(runner.notes())
     # Another program's route in a slot a route-add wants (ifupdown2's
     # gateway): replaced in place, and put back by a revert.

@@ -17,6 +17,11 @@ SNAT rules pile up). So each apply that brings an interface up records, per
 - ``down``: its pre-down, down and post-down lines, and ``families`` /
   ``settings`` / ``locs``: the environment and the locations they run with,
   so they run as the stanza said even after the stanza is gone.
+- ``added``: the addresses that appeared on the interface while its up and
+  post-up lines ran (`up ip address add ... dev $IFACE`). While the
+  fingerprint holds and the interface stays up, later applies keep them and
+  do not call them drift (apply/hooks.py hook_added; plan/addresses.py):
+  the lines do not run again to put them back.
 
 The file is versioned JSON (never pickle: STYLE.md 8), written atomically
 (a temporary file in the same directory, then rename) with mode 0600 in a
@@ -71,13 +76,16 @@ class Entry:
     families: tuple[tuple[str, str], ...] = ()      # (inet|inet6, method)
     settings: dict[str, str] = field(default_factory=dict)   # IF_* values
     locs: dict[str, str] = field(default_factory=dict)       # phase -> "file:line"
+    added: tuple[str, ...] = ()                     # addresses its up lines added
 
     @property
     def key(self) -> Key:
         return (self.netns, self.name)
 
     def pending(self) -> "Entry":
-        """This interface with its down lines run and its up lines not (yet)."""
+        """This interface with its down lines run and its up lines not (yet):
+        what they added is theirs no more (the next apply removes it, and
+        the lines, run again, add it again)."""
         return Entry(self.netns, self.name, self.label, PENDING, (), self.families,
                      self.settings, self.locs)
 
@@ -90,7 +98,8 @@ class Entry:
             out["label"] = self.label
         for name, value in (("down", [list(d) for d in self.down]),
                             ("families", [list(f) for f in self.families]),
-                            ("settings", self.settings), ("locs", self.locs)):
+                            ("settings", self.settings), ("locs", self.locs),
+                            ("added", list(self.added))):
             if value:
                 out[name] = value
         return out
@@ -106,7 +115,7 @@ class Entry:
         return cls(str(data["netns"]), str(data["name"]), str(data.get("label") or data["name"]),
                    str(data["fingerprint"]), pairs(data.get("down", ())),
                    pairs(data.get("families", ())), texts(data.get("settings", {})),
-                   texts(data.get("locs", {})))
+                   texts(data.get("locs", {})), tuple(str(a) for a in data.get("added", ())))
 
 
 class RecordError(Exception):

@@ -38,6 +38,16 @@ ifupdown2 3.0 only logs a warning), up and post-up once the apply is
 verified. Recorded down lines of removed interfaces: pre-down and down
 before the first batch, post-down after the apply. A failing up, post-up,
 down or post-down line is reported and the rest go on, as ifupdown2 does.
+
+What the up and post-up lines add: the addresses that appeared on the
+interface while they ran (read before and after) are recorded with it.
+ifupdown2 runs those lines again on every `ifreload`; netcfg runs them once
+(plan/hooks.py), so a later apply must not remove what they added: while
+the interface stays up and its fingerprint holds, ``hook_added`` marks them
+on the desired model, and the diff neither removes them nor calls them drift
+(plan/addresses.py). Lines changed, or the interface brought up again: the
+addresses go as any unlisted one does, and the lines, run again, add theirs.
+Not under netcfgd's worker (``deferred``): it runs them after the pass.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
@@ -53,9 +64,13 @@ from netcfg.apply.hookproc import run_hook, status_text
 from netcfg.apply.hookworker import Job
 from netcfg.apply.hookrecord import Entry, Record, RecordError
 from netcfg.compile.values import format_route
-from netcfg.model.errors import NetcfgError
+from netcfg.kernel.nl import NetlinkError
+from netcfg.model.errors import NetcfgError, UnknownDevice
 from netcfg.model.model import ConfigObject, Model
+from netcfg.netlink.nlmsg import RTM_GETADDR, getaddr_dump
+from netcfg.netlink.read_parse import parse_address
 from netcfg.plan import hooks as decide
+from netcfg.plan.addresses import HOOK_ADDED
 from netcfg.plan.hooks import DOWN_PHASES, UP_PHASES, Lifecycle
 
 LOG = logging.getLogger("netcfg.hooks")
@@ -192,10 +207,10 @@ class Stanza:
                 self.phase_lines(UP_PHASES), self.families, self.settings))
         return self.__dict__["_fingerprint"]
 
-    def entry(self) -> Entry:
+    def entry(self, added: tuple[str, ...] = ()) -> Entry:
         return Entry(self.netns, self.name, self.label, self.fingerprint(),
                      tuple(self.phase_lines(DOWN_PHASES)), self.families, self.settings,
-                     {p: loc for p, loc in self.locs.items() if p in DOWN_PHASES})
+                     {p: loc for p, loc in self.locs.items() if p in DOWN_PHASES}, added)
 
 
 def _settings(obj: ConfigObject) -> dict[str, str]:
@@ -269,14 +284,18 @@ class Hooks:
     _gone: dict[Key, Stanza | None] = field(default_factory=dict)   # start()'s, for post-down
     _pre_up_ran: set[Key] = field(default_factory=set)   # deferred: by the worker, before
     _pre_up_netns: set[str] = field(default_factory=set)   # where pre-up lines ran, unread
+    # An interface's addresses now (interface_addresses), read around its up
+    # lines; None: not read, nothing recorded as theirs.
+    addresses: Callable[[Key], frozenset[str]] | None = None
 
     @classmethod
     def for_plan(cls, desired: Model, plan, netns_dir: str, settings: HookSettings | None,
                  in_reach: Callable[[Key], bool] = lambda key: True,
-                 stopping: bool = False) -> "Hooks":
+                 stopping: bool = False, session: Any = None) -> "Hooks":
         """``in_reach``: whether a key is part of this apply (a selection's);
         ``stopping``: `netcfg down`: nothing comes up, recorded interfaces the
-        plan takes down or away run their down lines."""
+        plan takes down or away run their down lines; ``session``: the
+        KernelSession the up lines' addresses are read through (None: not read)."""
         settings = settings or HookSettings()
         log: list[str] = []
         record = None
@@ -319,6 +338,8 @@ class Hooks:
             else None
         hooks = cls(settings, netns_dir, stanzas, lifecycle, record, log=log,
                     _script_dir=script_dir)
+        if session is not None and record is not None and settings.deferred is None:
+            hooks.addresses = lambda key: interface_addresses(session, key)
         hooks.pre_up_at = _pre_up_batches(plan, lifecycle)
         if settings.deferred is not None and settings.deferred.gates and not stopping:
             hooks._gate(set(came))
@@ -423,10 +444,14 @@ class Hooks:
             if self.record is not None:
                 self.record.drop(key)
         for key in self.plan.cycles + self.plan.ups:
-            self._phases(self.stanzas[key], "up", ("up", "post-up"), stop_on_failure=False)
+            stanza = self.stanzas[key]
+            reading = self.addresses is not None and self._commands(stanza, ("up", "post-up"))
+            before = self.addresses(key) if reading else frozenset()
+            self._phases(stanza, "up", ("up", "post-up"), stop_on_failure=False)
             self.ran_up.append(key)
+            added = tuple(sorted(self.addresses(key) - before)) if reading else ()
             if self.record is not None:
-                self.record.put(self.stanzas[key].entry())
+                self.record.put(stanza.entry(added))
         if self.record is not None:
             for key in self.plan.adopted:
                 self.record.put(self.stanzas[key].entry())
@@ -543,6 +568,55 @@ class Hooks:
             last = output.strip().splitlines()[-1:] or [""]
             raise HookFailed(f"{text}{': ' + last[0] if last[0] else ''}; "
                              f"{stanza.name} was not brought up")
+
+
+# ---------------------------------------------------------------- what the up lines added
+
+def hook_added(model: Model, settings: HookSettings | None) -> Model:
+    """``model`` with, on each interface whose recorded up lines added
+    addresses and still have its fingerprint (they will not run again), those
+    addresses as HOOK_ADDED: the diff keeps them while the interface is up
+    (plan/addresses.py). The caller's model is not changed (netcfgd keeps it
+    between passes). Read from the record whatever the settings (a dry run,
+    `query --check`, too); with ``record=None`` nothing is kept."""
+    settings = settings or HookSettings()
+    if settings.record is None:
+        return model
+    try:
+        record = hookrecord.load(settings.record)
+    except RecordError:
+        return model        # Hooks.for_plan says so, and starts a new one
+    interfaces = None
+    for key, entry in record.entries.items():
+        obj = model.interfaces.get(key)
+        if not entry.added or obj is None or not decide.wants_up(obj):
+            continue
+        if Stanza.of(obj, settings.hook_lines.get(key)).fingerprint() != entry.fingerprint:
+            continue        # changed: its down lines, then its new up lines run
+        if interfaces is None:
+            interfaces = dict(model.interfaces)
+        interfaces[key] = dataclasses.replace(obj, attrs={**obj.attrs, HOOK_ADDED: entry.added})
+    return model if interfaces is None else dataclasses.replace(model, interfaces=interfaces)
+
+
+def interface_addresses(session: Any, key: Key) -> frozenset[str]:
+    """The addresses of ``key`` now, as the read side spells them, less the
+    kernel's own (link-local, SLAAC). Equivalent to: `ip address show dev
+    NAME` (in its namespace). Empty when the device is gone."""
+    netns, name = key
+    found = set()
+    try:
+        index = session.ifindex(netns, name)
+        sock = session.socket(netns)
+        for family in (socket.AF_INET, socket.AF_INET6):
+            # Read whole: a dump left half-read would answer the next request.
+            for _t, _f, payload in list(sock.dump(RTM_GETADDR, getaddr_dump(family, index))):
+                parsed = parse_address(payload)
+                if parsed is not None and parsed[0] == index:
+                    found.add(parsed[1])
+    except (UnknownDevice, NetlinkError, OSError):
+        return frozenset()     # gone (its namespace too): nothing of its is kept
+    return frozenset(found)
 
 
 def _pre_up_batches(plan, lifecycle: Lifecycle) -> dict[Key, int]:

@@ -18,6 +18,11 @@ from netcfg.kinds.common import ADDRESS_METRIC
 from netcfg.model.model import ConfigObject
 from netcfg.plan.ops import ADDR_ADD, ADDR_DEL, Operation
 
+# Set by the apply on a desired interface, never written in a config: the
+# addresses its own up/post-up lines added when it came up, while those
+# lines are unchanged (apply/hooks.py hook_added). Not netcfg's to remove.
+HOOK_ADDED = "hook-added"
+
 
 def dhcp_owned(obj: ConfigObject) -> set[str]:
     """The address families ("4", "6") a DHCP client configures on ``obj``
@@ -45,6 +50,13 @@ def address_operations(obj: ConfigObject, cur: ConfigObject | None,
         # The DHCP client owns that family's addresses (netcfg/apply/dhcp.py).
         had_addrs = [a for a in had_addrs
                      if a in want_addrs or ("6" if ":" in a else "4") not in dhcp_families]
+    hooked = obj.attrs.get(HOOK_ADDED)
+    if hooked and cur is not None and cur.auto and not cycled:
+        # `up ip address add ... dev $IFACE` added them, and the lines do not
+        # run again while they and the interface's up state hold (plan/hooks.py):
+        # removed, they would stay away. Down, or cycled, the lines run
+        # again as it comes up: removed first, then added by them.
+        had_addrs = [a for a in had_addrs if a in want_addrs or a not in hooked]
     ops = []
     want_labels, had_labels = labels(obj), labels(cur) if cur is not None else {}
     if want_labels != had_labels:

@@ -60,6 +60,7 @@ HANDLED_ELSEWHERE = frozenset({
     "inet", "inet6",
     "pointopoint", "broadcast", ADDRESS_METRIC,    # addr-add's params (plan/addresses.py)
     "address-label",                               # addr-add's params (plan/addresses.py)
+    "hook-added",                                  # addresses up lines added (plan/addresses.py)
     "macvlan-protodown",                           # link-add's only: a VRRP daemon owns it
     # The DHCP client's options and its routes' metric (apply/dhcp.py ClientOptions).
     "hostname", "client", "leasehours", "leasetime", "vendor", "metric",
