@@ -38,13 +38,14 @@ def dhcp_owned(obj: ConfigObject) -> set[str]:
 def address_operations(obj: ConfigObject, cur: ConfigObject | None,
                        cycled: bool) -> list[Operation]:
     """What makes ``cur``'s addresses ``obj``'s (``cur`` None: a device being
-    made). ``cycled``: the device goes down and up on the way (enslaved to a
-    VRF), which takes its IPv6 addresses."""
+    made). ``cycled``: the device goes down on the way (enslaved to or released
+    from a VRF or a bond, or kept down), which takes its IPv6 addresses
+    (addrconf_ifdown): those still wanted are added again, with replace (`ip
+    addr replace`), which also holds where keep_addr_on_down=1 kept them."""
     netns, name = obj.key
     want_addrs = obj.attrs.get("address", ())
     had_addrs = cur.attrs.get("address", ()) if cur is not None else ()
-    if cycled:
-        had_addrs = [a for a in had_addrs if ":" not in a]
+    lost = {a for a in had_addrs if ":" in a} if cycled else set()
     dhcp_families = dhcp_owned(obj)
     if dhcp_families:
         # The DHCP client owns that family's addresses (netcfg/apply/dhcp.py).
@@ -66,17 +67,20 @@ def address_operations(obj: ConfigObject, cur: ConfigObject | None,
                       and want_labels.get(a) != had_labels.get(a)}
         had_addrs = [a for a in had_addrs if a not in relabelled]
         ops.extend(Operation(ADDR_DEL, netns, name, a) for a in sorted(relabelled))
-    if want_addrs != had_addrs:
+    if want_addrs != had_addrs or lost:
         want_set, had_set = set(want_addrs), set(had_addrs)
         ops.extend(Operation(ADDR_DEL, netns, name, a)
                    for a in dict.fromkeys(had_addrs) if a not in want_set)
         ops.extend(Operation(ADDR_ADD, netns, name, a, params=address_params(obj, a))
                    for a in dict.fromkeys(want_addrs) if a not in had_set)
+        ops.extend(Operation(ADDR_ADD, netns, name, a,
+                             params={**address_params(obj, a), "replace": True})
+                   for a in dict.fromkeys(want_addrs) if a in had_set and a in lost)
     # Unwritten, the metric is 0 on the addresses netcfg manages; but where a
     # DHCP client adds some, the read side's one metric may be its addresses'.
     if cur is not None and (ADDRESS_METRIC in obj.attrs
                             or ADDRESS_METRIC in cur.attrs and not dhcp_families):
-        had_set = set(had_addrs)
+        had_set = set(had_addrs) - lost
         ops.extend(_metric_changes(obj, cur, [a for a in dict.fromkeys(want_addrs)
                                               if a in had_set]))
     return ops

@@ -403,9 +403,20 @@ class _Diff:
         # Master.
         want_master = d.masters.get(key)
         had_master = c.masters.get(key) if cur is not None else None
+        current_up = cur is not None and is_up_now(cur)
+        if had_master is not None and (had_master != want_master or had_master in self.fresh
+                                       or had_master in self.deleted):
+            # Leaving its master (released, moved, or the master deleted):
+            # a bond closes the device it releases (__bond_release_one:
+            # dev_close), a VRF cycles it (do_vrf_del_slave: cycle_netdev).
+            left = c.ifaces.get(had_master)
+            if current_up and downs_members(left):
+                current_up = False
+                self.cycled.add(key)
+            elif current_up and cycles_members(left):
+                self.cycled.add(key)
         if had_master is not None and (had_master in self.fresh or had_master in self.deleted):
             had_master = None  # the kernel released it with the old master
-        current_up = cur is not None and is_up_now(cur)
         if want_master != had_master:
             if want_master is not None:
                 if current_up and downs_members(d.ifaces.get(want_master)):
@@ -418,8 +429,7 @@ class _Diff:
             else:
                 ops.append(Operation(MASTER_UNSET, netns, name,
                                      params={"master": had_master[1]}))
-            if current_up and (cycles_members(d.ifaces.get(want_master))
-                               or cycles_members(c.ifaces.get(had_master))):
+            if current_up and cycles_members(d.ifaces.get(want_master)):
                 self.cycled.add(key)
 
         # Port VLANs and VNIs.
@@ -451,14 +461,19 @@ class _Diff:
             if added:
                 ops.append(Operation(VNI_ADD, netns, name, params={"vnis": texts(added)}))
 
-        # Addresses.
-        ops.extend(address_operations(obj, cur, cycled=key in self.cycled))
-
-        # Administrative state.
+        # Administrative state. Going down takes the device's IPv6 addresses
+        # (addrconf_ifdown) as a cycle does, and the config may still want
+        # them (a stanza without `auto` keeps its addresses, down): they are
+        # added again after the down (additions follow removals).
         want_up = is_up(obj)
+        goes_down = current_up and not want_up
+
+        # Addresses.
+        ops.extend(address_operations(obj, cur, cycled=key in self.cycled or goes_down))
+
         if want_up and not current_up:
             ops.append(Operation(LINK_UP, netns, name))
-        elif current_up and not want_up:
+        elif goes_down:
             ops.append(Operation(LINK_DOWN, netns, name))
 
     def link_set(self, key: Key, obj: ConfigObject, info: _KindInfo,

@@ -309,8 +309,58 @@ def test_moving_an_up_device_into_a_vrf_readds_what_the_kernel_flushed():
     desired.interfaces[("", "d")].attrs["vrf"] = "red"
     same(diff(desired, current),
          (MASTER_SET, "d", "", {"master": "red"}),
-         (ADDR_ADD, "d", "2001:db8::1/64"),
+         (ADDR_ADD, "d", "2001:db8::1/64", {"replace": True}),
          (ROUTE_ADD, "d", "10.8.0.0/16", {"to": "10.8.0.0/16", "via": "10.0.0.8", "dev": "d"}))
+
+
+def test_a_device_going_down_gets_its_wanted_ipv6_addresses_again():
+    """Down drops IPv6 addresses (addrconf_ifdown): a stanza without `auto`
+    found up (`ifup NAME`) is kept down with its addresses, so the wanted ones
+    are added again, with replace (keep_addr_on_down=1 keeps them); an
+    unwanted one is deleted as before; IPv4 ones stay. Its routes are not
+    wanted while it is down (route_table), and are deleted."""
+    gw = {"to": "::/0", "via": "2001:db8::ff", "dev": "eth0"}
+    current = model(iface("eth0", "physical", route=[gw],
+                          address=["10.0.0.1/24", "2001:db8::1/64", "2001:db8::2/64"]))
+    desired = model(builders.iface("eth0", "physical", auto=False, gateway=["2001:db8::ff"],
+                                   address=["10.0.0.1/24", "2001:db8::1/64"]))
+    same(diff(desired, current), (LINK_DOWN, "eth0"),
+         (ADDR_DEL, "eth0", "2001:db8::2/64"),
+         (ADDR_ADD, "eth0", "2001:db8::1/64", {"replace": True}),
+         (ROUTE_DEL, "eth0", "::/0", gw))
+    # link-down yes on an up device: the same.
+    same(diff(model(iface("d", "dummy", link_down=True, address=["2001:db8::1/64"])),
+              model(iface("d", "dummy", address=["2001:db8::1/64"]))),
+         (LINK_DOWN, "d"), (ADDR_ADD, "d", "2001:db8::1/64", {"replace": True}))
+    # Already down: nothing.
+    assert diff(desired, model(builders.iface("eth0", "physical", auto=False,
+                                              address=["10.0.0.1/24", "2001:db8::1/64"]))) == []
+
+
+def test_a_device_a_bond_releases_comes_back_up():
+    """The bond closes a slave it releases (__bond_release_one: dev_close), as
+    when the bond itself is deleted: a device wanted up is brought up again,
+    its IPv6 addresses and routes put back."""
+    route = {"to": "10.8.0.0/16", "via": "10.0.0.8", "dev": "eth1"}
+    alone = iface("eth1", "physical", address=["10.0.0.1/24", "2001:db8::1/64"], route=[route])
+    current = model(iface("bond0", "bond", bond_slaves=["eth1"]), copy.deepcopy(alone))
+    desired = model(iface("bond0", "bond"), copy.deepcopy(alone))
+    same(diff(desired, current), (MASTER_UNSET, "eth1", "", {"master": "bond0"}),
+         (LINK_UP, "eth1"), (ADDR_ADD, "eth1", "2001:db8::1/64", {"replace": True}),
+         (ROUTE_ADD, "eth1", "10.8.0.0/16", route))
+    same(diff(model(copy.deepcopy(alone)), current), (LINK_DEL, "bond0"),
+         (LINK_UP, "eth1"), (ADDR_ADD, "eth1", "2001:db8::1/64", {"replace": True}),
+         (ROUTE_ADD, "eth1", "10.8.0.0/16", route))
+    # To a bridge: the kernel releases it from the bond first.
+    bridged = model(iface("bond0", "bond"), iface("br0", "bridge", bridge_ports=["eth1"]),
+                    iface("eth1", "physical"))
+    same(diff(bridged, model(iface("bond0", "bond", bond_slaves=["eth1"]),
+                             iface("br0", "bridge"), iface("eth1", "physical"))),
+         (MASTER_SET, "eth1", "", {"master": "br0"}), (LINK_UP, "eth1"))
+    # Released from a bridge: it stays up.
+    same(diff(model(iface("br0", "bridge"), iface("eth1", "physical")),
+              model(iface("br0", "bridge", bridge_ports=["eth1"]), iface("eth1", "physical"))),
+         (MASTER_UNSET, "eth1", "", {"master": "br0"}))
 
 
 # ---------------------------------------------------------------- bridge VLANs and VNIs
