@@ -124,7 +124,7 @@ class _Scope:
         model = self.session.read(self.namespaces, foreign_routes=self.purge,
                                   desired=self.desired)
         view = managed_view(self.desired, model, self.session.managed(), self.namespaces,
-                            self.purge)
+                            self.purge, {n: st.ifindex for n, st in self.session.states.items()})
         # Open vSwitch's bridges and ports, from its database (apply/ovs.py).
         view = ovs.read_into(view, model, self.desired, self.session)
         if self.selection is not None and self.keys is not None:

@@ -7,17 +7,21 @@ deleted) it is not: the new device would be another one (new ifindex and
 MAC, down, its other end or master lost), and link-add puts it in netcfg's
 group, so the next apply would delete it as netcfg's. Those link-adds, and
 whatever else the revert planned on those devices, are left out, and the
-revert says which devices it could not bring back. Pure: values in, values
-out.
+revert says which devices it could not bring back. Except ifupdown2's
+macvlans of the config's `vrrp` lines, which an apply replaces with netcfg's
+(plan/vrrp.py): the config names them, and without one the VRRP instance
+has no macvlan until an apply succeeds. Pure: values in, values out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Collection, Mapping
 
 from netcfg.model.model import Model
 from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM
 from netcfg.plan.ops import LINK_ADD, MASTER_SET, Operation
+from netcfg.plan.vrrp import PROTODOWN, RAW_DEVICE, replaced_by
 
 Key = tuple[str, str]
 
@@ -28,10 +32,19 @@ def foreign_recreations(ops: list[Operation], before: Model, desired: Model,
     (``desired``) nor netcfg made (``made``: netcfg's group per namespace, as
     read before the apply), and the keys of those devices. A device is
     re-created when a link-add makes a device ``before`` had."""
-    lost = sorted({(op.netns, op.name) for op in ops if op.action == LINK_ADD
-                   and (op.netns, op.name) in before.interfaces
-                   and (op.netns, op.name) not in desired.interfaces
-                   and op.name not in made.get(op.netns, ())})
+    foreign = {(op.netns, op.name) for op in ops if op.action == LINK_ADD
+               and (op.netns, op.name) in before.interfaces
+               and (op.netns, op.name) not in desired.interfaces
+               and op.name not in made.get(op.netns, ())}
+    # ifupdown2's macvlan of a vrrp line, which the apply replaced: it comes
+    # back (as ifupdown2 made it, with protodown on: vrrpd clears it on the
+    # master router, and an up copy of the backup's would answer for the
+    # virtual address).
+    vrrp = {key for key in foreign if replaced_by(
+        key[1], before.interfaces[key].attrs.get(RAW_DEVICE), desired, key[0]) is not None}
+    ops = [dataclasses.replace(op, params={**op.params, PROTODOWN: True})
+           if op.action == LINK_ADD and (op.netns, op.name) in vrrp else op for op in ops]
+    lost = sorted(foreign - vrrp)
     if not lost:
         return ops, []
     gone = set(lost)

@@ -35,37 +35,27 @@ compile time, before any kernel is read, and a name that changed with the
 parent's ifindex would re-create the macvlans whenever eth0 is re-created.
 So netcfg writes the parent's name, vrrp4-eth0-10, and where that passes
 the kernel's 15 bytes, the first hex digits of the name's SHA-1 instead
-(vrrp4-3f2a9c-10). FRR's vrrpd finds its macvlan by lower device and MAC,
-not by name (docs/compat.md says what that means for a host ifupdown2 set
-up).
+(vrrp4-3f2a9c-10): plan/vrrp.py vrrp_name. FRR's vrrpd finds its macvlan by
+lower device and MAC, not by name. On a host ifupdown2 set up, its
+vrrp4-IFINDEX-ID for a line of the config is replaced by netcfg's (the
+kernel refuses two up macvlans with one MAC on eth0): plan/vrrp.py
+ifupdown2_vrrp.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 
 from netcfg.compile.syntax import RawAttribute
 from netcfg.model.errors import Report
+from netcfg.plan.vrrp import vrrp_mac, vrrp_name
 
 VRRP = "vrrp"
-IFNAMSIZ = 16
 # The VRR settings address-virtual gives its macvlans, less the mode.
 SETTINGS = (("address-metric", "1024"), ("accept-dad", "0"), ("dad-transmits", "0"))
 # addrgenmode: IPv4's macvlan needs no link-local; IPv6's hellos need one.
 ADDR_GEN_MODE = {4: "none", 6: "random"}
-# RFC 5798's virtual router MAC: 00:00:5e:00:01:ID (IPv4), 00:00:5e:00:02:ID (IPv6).
-MAC_FAMILY = {4: "01", 6: "02"}
 IPV6_MIN_MTU = 1280
-
-
-def vrrp_name(parent: str, family: int, vrid: int) -> str:
-    """vrrpF-PARENT-ID, or with a hash of PARENT where that is too long."""
-    name = f"vrrp{family}-{parent}-{vrid}"
-    if len(name.encode()) < IFNAMSIZ:
-        return name
-    room = IFNAMSIZ - 1 - len(f"vrrp{family}--{vrid}")
-    return f"vrrp{family}-{hashlib.sha1(parent.encode()).hexdigest()[:room]}-{vrid}"
 
 
 def vrrp_macvlans(name: str, raws: list[RawAttribute], report: Report
@@ -105,8 +95,7 @@ def vrrp_macvlans(name: str, raws: list[RawAttribute], report: Report
                     RawAttribute("macvlan-raw-device", name, raw.loc),
                     RawAttribute("macvlan-mode", "bridge", raw.loc),
                     RawAttribute("macvlan-protodown", "yes", raw.loc),
-                    RawAttribute("hwaddress", f"00:00:5e:00:{MAC_FAMILY[family]}:{vrid:02x}",
-                                 raw.loc),
+                    RawAttribute("hwaddress", vrrp_mac(family, vrid), raw.loc),
                     *(RawAttribute(r.name, r.value, raw.loc) for r in inherited),
                     *(RawAttribute(a, v, raw.loc) for a, v in SETTINGS
                       if a == "address-metric" or not below_ipv6_mtu),

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from netcfg.model.location import NOWHERE, SourceLocation
 from netcfg.model.model import ConfigObject, Model
+from netcfg.plan.diff import LOWER_PARAM
 from netcfg.plan.ops import FDB_ADD, FDB_DEL, OVS_ADD, OVS_DEL, OVS_SET
 from netcfg.plan.ops import (ADDR_ADD, ADDR_DEL, LINK_ADD, LINK_DEL, LINK_DOWN, LINK_SET, LINK_UP,
                              MASTER_SET, MASTER_UNSET, NETNS_ADD, NETNS_DEL, ROUTE_ADD, ROUTE_DEL,
                              VLAN_ADD, VLAN_DEL, VLAN_TUNNEL_ADD, VLAN_TUNNEL_DEL, VNI_ADD, VNI_DEL,
                              Operation)
+from netcfg.plan.vrrp import HWADDRESS, RAW_DEVICE, replaced_by
 
 # The attribute that asked for what an operation repairs, and the sentence
 # saying what differs ({label}, {subject} and {params} filled in).
@@ -65,6 +67,12 @@ _METRIC_EXPLAIN = ("address-metric", "{label}: not every address has the configu
 
 def explain(op: Operation, model: Model) -> tuple[SourceLocation, str]:
     """(where the config asks for it, what differs) for one repairing operation."""
+    if op.action == LINK_DEL and model.iface(op.netns, op.name) is None:
+        ours = replaced_by(op.name, op.params.get(LOWER_PARAM), model, op.netns)
+        if ours is not None:   # plan/vrrp.py: ifupdown2's, for this vrrp line
+            return ours.where(HWADDRESS), (
+                f"{op.name} is ifupdown2's macvlan for this vrrp line (on "
+                f"{ours.attrs[RAW_DEVICE]}, same VRRP MAC); netcfg replaces it with {ours.name}")
     if op.action == ADDR_ADD and op.params.get("replace"):
         attribute, sentence = _METRIC_EXPLAIN
     else:

@@ -23,6 +23,7 @@ from netcfg.plan.addresses import dhcp_owned
 from netcfg.plan.diff import PEER_NETNS_PARAM, PEER_PARAM, immutable_changes
 from netcfg.plan.ops import LINK_DEL, Operation
 from netcfg.plan.planner import Plan
+from netcfg.plan.vrrp import ifupdown2_vrrp
 
 Key = tuple[str, str]
 
@@ -50,17 +51,22 @@ BRIDGE_PORTS = "bridge-ports"
 
 
 def managed_view(desired: Model, current: Model, managed: Mapping[str, Collection[str]],
-                 namespaces: list[str], purge: Collection[str] = ()) -> Model:
+                 namespaces: list[str], purge: Collection[str] = (),
+                 ifindex: Mapping[str, Mapping[str, int]] | None = None) -> Model:
     """The part of current state netcfg compares against: the namespaces this
     config uses, what the config names, and devices netcfg created (tagged
     with its group); in ``purge`` namespaces, every device. Devices and
-    namespaces nobody configured are left alone elsewhere."""
+    namespaces nobody configured are left alone elsewhere. With ``ifindex``
+    (each namespace's names to ifindexes, as read), the config also names
+    ifupdown2's macvlans for its `vrrp` lines (plan/vrrp.py): in the view,
+    not desired, so the diff deletes them."""
     wanted = set(namespaces)
     view = Model(namespaces={n: o for n, o in current.namespaces.items() if n in wanted})
     guests = guest_devices(desired, current, managed, purge) if purge else set()
+    ifupdown2s = ifupdown2_vrrp(desired, current, ifindex, managed) if ifindex else {}
     for key, obj in current.interfaces.items():
         netns, name = key
-        if (key in desired.interfaces or name in managed.get(netns, ())
+        if (key in desired.interfaces or name in managed.get(netns, ()) or key in ifupdown2s
                 or (netns in purge and key not in guests)):
             view.interfaces[key] = obj
     view.masters = {k: m for k, m in current.masters.items() if k in view.interfaces}
