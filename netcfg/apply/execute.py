@@ -31,7 +31,7 @@ import errno
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from netcfg.apply import dhcp, genl, ovs
+from netcfg.apply import dhcp, genl, ovs, tunnel_local
 from netcfg.apply.hooks import Hooks, HookSettings, hook_added
 from netcfg.apply.resolver import Resolver
 from netcfg.apply.takeover import routes_to_replace
@@ -168,6 +168,8 @@ def apply(desired: Model, session: KernelSession, *, lower_enabled: bool = True,
         # What only the edge may read (wireguard key files, as the public
         # keys the diff compares): apply/genl.py.
         target = genl.prepare(target, session)
+        # tunnel-local-dev: the device's address now, as ifupdown-ng reads it at ifup.
+        target = tunnel_local.resolve(target, session)
         target = hook_added(target, hooks)   # what up lines added stays (apply/hooks.py)
         purge = {n for n, o in target.namespaces.items() if o.attrs.get("purge")}
         if selection:

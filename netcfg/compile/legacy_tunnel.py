@@ -48,6 +48,7 @@ from __future__ import annotations
 import ipaddress
 
 from netcfg.compile.syntax import RawAttribute, Stanza
+from netcfg.kinds.tunnel import LOCAL_DEV
 from netcfg.model.errors import Report
 
 TUNNEL_METHODS = ("tunnel", "v4tunnel", "6to4")
@@ -246,7 +247,6 @@ def _vxlan_lines(stanza: Stanza, report: Report | None) -> Stanza:
                   attributes)
 
 
-LOCAL_DEV = "tunnel-local-dev"
 # tunnel-mode -> the outer packets' IP version (kinds/tunnel.py MODES; a pure
 # table here, as the compiler reads it before kinds are known).
 IPV6_MODES = frozenset({"ip6gre", "ip6gretap", "ip6ip6", "ipip6", "any", "vti6", "ip6tnl"})
@@ -256,18 +256,21 @@ def local_from_device(pending: dict, report: Report) -> None:
     """ifupdown-ng's `tunnel-local-dev DEV`: the tunnel's local address is
     DEV's, which its tunnel executor reads from the kernel at ifup (the
     first IPv4 address `ip -4 addr show dev DEV` lists; for the IPv6 modes
-    the first that is not temporary). netcfg decides at compile time, so it
-    takes DEV's first static address of the tunnel's family in this config
-    (the one netcfg adds first), as a tunnel-local line; a device whose
-    address the config does not give (DHCP, another program) is refused at
-    the line. ``pending``: build.py's merged stanzas, by key."""
+    the first that is not temporary). When this config gives DEV a static
+    address of the tunnel's family, that is the one (the first written:
+    netcfg adds it first), and the line becomes a tunnel-local line. When
+    it does not (DHCP, another program, a device the config does not name),
+    the line stays: apply reads DEV's address from the kernel before it
+    plans (apply/tunnel_local.py), and `check` says so at the line, since
+    what the tunnel gets then depends on the host. ``pending``: build.py's
+    merged stanzas, by key."""
     by_name = {(p.netns, p.name): p for p in pending.values() if p.section == "iface"}
     for p in by_name.values():
         line = next((r for r in p.raws if r.name == LOCAL_DEV), None)
         if line is None:
             continue
-        p.raws = [r for r in p.raws if r.name != LOCAL_DEV]
         if any(r.name == "tunnel-local" for r in p.raws):
+            p.raws = [r for r in p.raws if r.name != LOCAL_DEV]
             report.error(line.loc, f"{p.name}: {LOCAL_DEV} and tunnel-local both give the "
                          f"tunnel's local address; remove one", LOCAL_DEV)
             continue
@@ -276,13 +279,15 @@ def local_from_device(pending: dict, report: Report) -> None:
         device = line.value.strip()
         address = _first_address(by_name.get((p.netns, device)), version)
         if address is None:
-            report.error(line.loc, f"{p.name}: {LOCAL_DEV} {device}: this config gives "
-                         f"{device} no static IPv{version} address to take the tunnel's local "
-                         f"address from (ifupdown-ng reads it from the kernel at ifup; netcfg "
-                         f"decides before it applies anything); write 'tunnel-local ADDRESS'",
-                         LOCAL_DEV)
+            report.warning(line.loc, f"{p.name}: {LOCAL_DEV} {device}: this config gives "
+                           f"{device} no static IPv{version} address, so the tunnel's local "
+                           f"address is the one {device} has when netcfg applies (read from "
+                           f"the kernel then, as ifupdown-ng reads it at ifup); apply refuses "
+                           f"at this line if {device} has none. Write 'tunnel-local ADDRESS' "
+                           f"to fix it", LOCAL_DEV)
             continue
-        p.raws.append(RawAttribute("tunnel-local", address, line.loc))
+        p.raws = [r if r is not line else RawAttribute("tunnel-local", address, line.loc)
+                  for r in p.raws]
 
 
 def _first_address(device, version: int) -> str | None:

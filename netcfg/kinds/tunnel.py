@@ -34,6 +34,9 @@ from netcfg.model.model import ConfigObject
 MODE, ENDPOINT, LOCAL, TTL, TOS, DEV = ("tunnel-mode", "tunnel-endpoint", "tunnel-local",
                                        "tunnel-ttl", "tunnel-tos", "tunnel-dev")
 ENCAPLIMIT = "tunnel-encaplimit"
+# ifupdown-ng's: the local address is a device's, read when netcfg applies
+# (apply/tunnel_local.py turns it into tunnel-local before the diff).
+LOCAL_DEV = "tunnel-local-dev"
 PMTUDISC, IGNORE_DF = "tunnel-pmtudisc", "tunnel-ignore-df"
 # tunnel-endpoint any: a sit tunnel to every IPv4 host (remote any, the
 # kernel's 0.0.0.0): ifupdown's inet6 6to4 method, RFC 3056's relay-less
@@ -92,7 +95,8 @@ class Tunnel(Kind):
                 del obj.attrs[attribute]
                 continue
             obj.attrs[attribute] = str(address)
-        if obj.attrs.get(ENDPOINT) == ANY and LOCAL not in obj.attrs and LOCAL not in obj.locs:
+        if (obj.attrs.get(ENDPOINT) == ANY and LOCAL not in obj.attrs and LOCAL not in obj.locs
+                and LOCAL_DEV not in obj.attrs):
             report.error(obj.where(ENDPOINT), f"{obj.label()}: a sit tunnel to any remote "
                          f"(6to4) needs 'tunnel-local ADDRESS' (ifupdown's local), the IPv4 "
                          f"address its packets leave from", LOCAL)

@@ -14,7 +14,7 @@ from typing import Any
 
 from netcfg.kinds.base import LOWER, Kind, Reference
 from netcfg.kinds.tunnel import (ANY, ANY_REMOTE_KIND, DEV, ENCAPLIMIT, ENDPOINT, IGNORE_DF,
-                                  LOCAL, MODE, PMTUDISC, SETTINGS, TOS, TTL)
+                                  LOCAL, LOCAL_DEV, MODE, PMTUDISC, SETTINGS, TOS, TTL)
 from netcfg.model.model import IFACE, ConfigObject, Model
 from netcfg.spec import group_attributes
 
@@ -63,6 +63,12 @@ def is_fallback_device(name: str, info_kind: str | None, attrs: dict) -> bool:
             and attrs.get(ENDPOINT) in (None, ANY) and LOCAL not in attrs)
 
 
+def _local_text(obj: ConfigObject) -> str:
+    if LOCAL_DEV in obj.attrs and LOCAL not in obj.attrs:
+        return f"{LOCAL_DEV} {obj.attrs[LOCAL_DEV]}"
+    return obj.attrs.get(LOCAL, ANY)
+
+
 class TunnelDevice(Kind):
     """One kernel tunnel kind: gre, gretap, ipip, sit, vti, ip6gre,
     ip6gretap, ip6tnl or vti6."""
@@ -89,7 +95,8 @@ class TunnelDevice(Kind):
         for obj in model.interfaces.values():
             if obj.kind != self.name or obj.implicit:
                 continue
-            ends = (obj.netns, obj.attrs.get(LOCAL, ANY), obj.attrs.get(ENDPOINT, ANY),
+            # tunnel-local-dev: the same device gives the same address.
+            ends = (obj.netns, _local_text(obj), obj.attrs.get(ENDPOINT, ANY),
                     obj.attrs.get(DEV))
             first = seen.setdefault(ends, obj)
             if first is not obj:

@@ -71,6 +71,9 @@ HANDLED_ELSEWHERE = frozenset({
     # Which ports of a bridge are not netcfg's to remove (plan/scope.py).
     "bridge-ports-condone-regex",
     "batman-ifaces-ignore-regex",                  # likewise, a mesh's (kinds/batadv.py)
+    # A device's address, read when netcfg applies: tunnel-local by then
+    # (apply/tunnel_local.py); an offline plan has no kernel to read it from.
+    "tunnel-local-dev",
 })
 # link-set params that only mean something on an enslaved port: a link-set
 # carrying them has this subject and comes after master-set.

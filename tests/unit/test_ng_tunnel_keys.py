@@ -73,6 +73,36 @@ def test_tunnel_local_dev_takes_the_devices_first_address_of_the_family(tmp_path
     assert got.interfaces[("", "g6")].attrs["tunnel-local"] == "2001:db8::5"
 
 
+def test_tunnel_local_dev_without_a_static_address_is_read_when_netcfg_applies(tmp_path):
+    """eth0 by DHCP (or not in the file): the line stays for apply to resolve
+    (apply/tunnel_local.py), with a warning at it; --strict does not refuse
+    it (the line does something); a plan from files says what it will read."""
+    from netcfg.plan import make_plan
+    from netcfg.model.model import Model
+
+    text = ("auto eth0\niface eth0 inet dhcp\n"
+            "auto g4\niface g4\n\ttunnel-mode gre\n\ttunnel-remote 192.0.2.9\n"
+            "\ttunnel-local-dev eth0\n")
+    path = tmp_path / "interfaces"
+    path.write_text(text)
+    compiled = compile_config(ConfigSource(path=str(path), strict=True))
+    g4 = compiled.model.interfaces[("", "g4")]
+    assert g4.attrs["tunnel-local-dev"] == "eth0" and "tunnel-local" not in g4.attrs
+    assert [(w.loc.line, w.attribute) for w in compiled.warnings] == [(7, "tunnel-local-dev")]
+    assert "when netcfg applies" in compiled.warnings[0].message
+    plan = make_plan(compiled.model, Model())
+    add = next(op for op in plan.operations if op.name == "g4" and op.action == "link-add")
+    assert "local" not in add.params and "tunnel-local-dev" not in add.params
+    assert any("g4: its local address is eth0's" in note for note in plan.notes)
+
+
+def test_tunnel_local_dev_with_tunnel_local_is_an_error(tmp_path):
+    assert errors(tmp_path, "auto g\niface g\n\ttunnel-mode gre\n\ttunnel-remote 192.0.2.9\n"
+                            "\ttunnel-local 192.0.2.1\n\ttunnel-local-dev eth0\n") == [
+        "6: g: tunnel-local-dev and tunnel-local both give the tunnel's local address; "
+        "remove one"]
+
+
 def test_vxlan_peer_ips_one_is_the_remote_several_are_replication(tmp_path):
     got = model(tmp_path, "auto a b\niface a\n\tvxlan-id 1\n\tvxlan-peer-ips 192.0.2.1\n"
                           "iface b\n\tvxlan-id 2\n\tvxlan-remote-ip 192.0.2.1 192.0.2.2\n")

@@ -130,3 +130,37 @@ def test_ifupdown_ng_tunnel_keys_apply_read_back_show_and_repair(session, tmp_pa
     assert data("tun1")["link"] == "eth0", data("tun1")
     assert data("tun0").get("pmtudisc") is False and data("tun0").get("ignore_df") is True
     assert apply(model_of(tmp_path, CONFIG), session).requests == 0
+
+
+# ifupdown-ng's doc/interfaces-tunnel.scd line 124 as published (our corpus
+# file): eth0 is not in the file, so gre1's local address is the one eth0 has
+# when netcfg applies (apply/tunnel_local.py).
+CORPUS_L124 = "../compat/corpus/ifupdown-ng/ifupdown-ng-doc-interfaces-tunnel-L124.interfaces"
+
+
+@VM_TIER
+def test_tunnel_local_dev_of_a_device_the_file_does_not_name(session, tmp_path):
+    from pathlib import Path
+
+    from netcfg.cli.main import main
+
+    path = Path(__file__).parent / CORPUS_L124
+    subprocess.run(["ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"],
+                   check=True)
+    subprocess.run(["ip", "address", "add", "198.18.0.2/24", "dev", "eth0"], check=True)
+    try:
+        assert main(["apply", "-c", str(path)]) == 0
+        assert data("gre1")["local"] == "198.18.0.2", data("gre1")
+        assert main(["query", "--check", "-c", str(path)]) == 0
+        assert apply(compile_config(ConfigSource(path=str(path))).model, session).requests == 0
+        # eth0 renumbered: drift on gre1, and the next apply follows it (the
+        # kernel fixes a tunnel's local address at creation: re-created).
+        subprocess.run(["ip", "address", "flush", "dev", "eth0"], check=True)
+        subprocess.run(["ip", "address", "add", "198.18.1.2/24", "dev", "eth0"], check=True)
+        assert main(["query", "--check", "-c", str(path)]) == 1
+        assert main(["apply", "-c", str(path)]) == 0
+        assert data("gre1")["local"] == "198.18.1.2", data("gre1")
+        assert main(["query", "--check", "-c", str(path)]) == 0
+    finally:
+        subprocess.run(["ip", "link", "del", "gre1"], capture_output=True)
+        subprocess.run(["ip", "link", "del", "eth0"], capture_output=True)
