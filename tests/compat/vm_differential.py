@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import fcntl
 import gc
 import importlib.util
 import io
@@ -335,33 +336,48 @@ def kernel() -> str:
     return str(found[-1])
 
 
-def boot(names: list[str], timeout_s: int | None = None,
-         jobs: int = 1) -> tuple[list[dt.Outcome], dict]:
-    """One VM for every file; the outcomes it wrote, and its header line with timings."""
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    log = OUT_DIR / "outcomes.jsonl"
+def boot(names: list[str], timeout_s: int | None = None, jobs: int = 1,
+         out_dir: Path = OUT_DIR) -> tuple[list[dt.Outcome], dict]:
+    """One VM for every file; the outcomes it wrote into ``out_dir``, and its
+    header line with timings. Two runs at once need two out dirs (--out-dir):
+    each empties its dir's outcomes first, so a shared one would mix or lose
+    them; a second run into a dir in use is refused."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lock = (out_dir / ".lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"vm_differential: another run is writing {out_dir}; give this "
+                         f"one its own (--out-dir DIR)") from None
+    with lock:
+        return _boot(names, timeout_s, jobs, out_dir)
+
+
+def _boot(names: list[str], timeout_s: int | None, jobs: int,
+          out_dir: Path) -> tuple[list[dt.Outcome], dict]:
+    log = out_dir / "outcomes.jsonl"
     log.write_text("")
-    for part in OUT_DIR.glob("outcomes.*.jsonl"):
+    for part in out_dir.glob("outcomes.*.jsonl"):
         part.unlink()
-    (OUT_DIR / "files.txt").write_text("\n".join(names) + "\n")
+    (out_dir / "files.txt").write_text("\n".join(names) + "\n")
     py = REPO / ".venv" / "bin" / "python"
     # PYTHONPATH: the netcfg of this tree, whichever tree the venv was installed from.
     limit = (f" NETCFG_COMPAT_TIMEOUT_S={timeout_s}" if timeout_s else "") + \
         f" NETCFG_COMPAT_VM_JOBS={jobs}"
     inner = (f"env PYTHONPATH={REPO}:{REPO / 'daemon'}{limit} unshare --net --mount --propagation private {py} -u "
-             f"{Path(__file__).resolve()} --guest {OUT_DIR}")
+             f"{Path(__file__).resolve()} --guest {out_dir}")
     # vng runs virtme-run from PATH: the venv's bin first, as `make test-vm` puts it.
     env = dict(os.environ, PATH=f"{REPO / '.venv' / 'bin'}:{os.environ.get('PATH', '')}")
     vng = shutil.which("vng", path=env["PATH"])
     if not vng:
         raise SystemExit("vm_differential: vng missing (make vm-deps)")
     start = time.monotonic()
-    with (OUT_DIR / "vm.log").open("w") as vm_log:     # the guest's console, as it goes
+    with (out_dir / "vm.log").open("w") as vm_log:     # the guest's console, as it goes
         proc = subprocess.run(["timeout", str(VM_TIMEOUT_S), vng, "--run", kernel(),
                                "--disable-kvm", "--memory", "2G", "--cpus", "2",
-                               f"--rwdir={OUT_DIR}", "--exec", inner],
+                               f"--rwdir={out_dir}", "--exec", inner],
                               cwd=REPO, env=env, stdout=vm_log, stderr=subprocess.STDOUT)
-    rows = [json.loads(ln) for path in [log, *sorted(OUT_DIR.glob("outcomes.*.jsonl"))]
+    rows = [json.loads(ln) for path in [log, *sorted(out_dir.glob("outcomes.*.jsonl"))]
             for ln in path.read_text().splitlines() if ln.strip()]
     head = rows[0] if rows and "guest" in rows[0] else {}
     head["vm_s"] = round(time.monotonic() - start, 1)
@@ -525,6 +541,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=int, metavar="SECONDS",
                     help=f"each sandbox's limit in the guest (default {dt.TIMEOUT}; ifup -a "
                          "gets 30 s less): for a file killed at the limit, rerun alone")
+    ap.add_argument("--out-dir", metavar="DIR", type=Path, default=OUT_DIR,
+                    help=f"where the guest writes its outcomes and console (default "
+                         f"{OUT_DIR.relative_to(REPO)}); one per run when several run at once")
     ap.add_argument("--from-outcomes", metavar="JSONL", type=Path, nargs="+",
                     help="boot nothing: take the outcomes earlier boots wrote (copies of "
                          f"{OUT_DIR.relative_to(REPO)}/outcomes.jsonl, one per batch) for "
@@ -538,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         print("vm_differential: needs root (namespaces)", file=sys.stderr)
         return 1
     names = args.files or (SUBSET if args.subset else vm_tier_files())
-    outcomes, head = boot(names, args.timeout, args.jobs)
+    outcomes, head = boot(names, args.timeout, args.jobs, args.out_dir.resolve())
     mark_timeouts(outcomes)
     for o in outcomes:
         print(dt.report(o))
@@ -550,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
                      - {o.file for o in outcomes} - {a["file"] for a in head["ifupdown2_alone"]}
                      - {a["file"] for a in head["peer_apply"]})
     if missing:
-        print(f"vm_differential: {len(missing)} files not run (see {OUT_DIR / 'vm.log'}): "
+        print(f"vm_differential: {len(missing)} files not run (see {args.out_dir / 'vm.log'}): "
               + ", ".join(missing), file=sys.stderr)
     bad = record(outcomes, args)
     errors = [o for o in outcomes if o.status == "error"]
