@@ -16,7 +16,7 @@ ids).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -645,9 +645,9 @@ class _Diff:
     # -- routes
 
     def routes(self) -> None:
-        want = self.route_table(self.d, set())
+        want = self.route_table(self.d, set(), is_up)
         gone = self.fresh | self.deleted | self.cycled
-        had = self.route_table(self.c, self.dead_netns)
+        had = self.route_table(self.c, self.dead_netns, is_up_now)
         unaddressed = self._losing_addresses()
         for identity, route in want.items():
             netns = identity[0]
@@ -699,14 +699,17 @@ class _Diff:
                 or (VRF in route and (netns, route[VRF]) in gone))
 
     @staticmethod
-    def route_table(side: _Side, skip_netns: set[str]) -> dict[tuple, dict[str, Any]]:
+    def route_table(side: _Side, skip_netns: set[str],
+                    up: Callable[[ConfigObject], bool]) -> dict[tuple, dict[str, Any]]:
+        """The routes of one side by identity; ``up``: whether a device of that
+        side is up (is_up wanted, is_up_now read back)."""
         table: dict[tuple, dict[str, Any]] = {}
         for (netns, _), obj in side.ifaces.items():
             if netns in skip_netns:
                 continue
             for route in routes_of(obj):
                 dev = side.ifaces.get((netns, route["dev"]))
-                if dev is not None and not is_up(dev):
+                if dev is not None and not up(dev):
                     # Not installed while its device is down (the kernel
                     # refuses it): a stanza without auto, whose `ifup NAME`
                     # brings it up with it (kinds/common._check_routes).
