@@ -39,22 +39,27 @@ verified. Recorded down lines of removed interfaces: pre-down and down
 before the first batch, post-down after the apply. A failing up, post-up,
 down or post-down line is reported and the rest go on, as ifupdown2 does.
 
-What the up and post-up lines add: the addresses that appeared on the
-interface while they ran (read before and after) are recorded with it.
-ifupdown2 runs those lines again on every `ifreload`; netcfg runs them once
-(plan/hooks.py), so a later apply must not remove what they added: while
-the interface stays up and its fingerprint holds, ``hook_added`` marks them
-on the desired model, and the diff neither removes them nor calls them drift
-(plan/addresses.py). Lines changed, or the interface brought up again: the
-addresses go as any unlisted one does, and the lines, run again, add theirs.
-Not under netcfgd's worker (``deferred``): it runs them after the pass.
+What the up and post-up lines add to the interface's addresses: ifupdown2
+runs those lines again on every `ifreload`; netcfg runs them once
+(plan/hooks.py), so a later apply must not remove what they added. Those
+are the addresses that appeared on the interface while they ran (read
+before and after; recorded with it, not under netcfgd's worker, which runs
+them after the pass), and those they name in the plain form `ip address add
+ADDRESS dev $IFACE` (all that is known of them when netcfg adopts an
+interface ifupdown2 brought up). While the interface stays up and its
+fingerprint holds, ``hook_added`` marks them on the desired model, and the
+diff neither removes them nor calls them drift (plan/addresses.py). Lines
+changed, or the interface brought up again: the addresses go as any
+unlisted one does, and the lines, run again, add theirs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import logging
 import os
+import shlex
 import socket
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
@@ -573,12 +578,16 @@ class Hooks:
 # ---------------------------------------------------------------- what the up lines added
 
 def hook_added(model: Model, settings: HookSettings | None) -> Model:
-    """``model`` with, on each interface whose recorded up lines added
-    addresses and still have its fingerprint (they will not run again), those
-    addresses as HOOK_ADDED: the diff keeps them while the interface is up
-    (plan/addresses.py). The caller's model is not changed (netcfgd keeps it
-    between passes). Read from the record whatever the settings (a dry run,
-    `query --check`, too); with ``record=None`` nothing is kept."""
+    """``model`` with, on each interface whose up and post-up lines will not
+    run again (the record has its fingerprint, or none: an interface up is
+    then adopted, its lines having run before netcfg, under ifupdown2), the
+    addresses those lines added, as HOOK_ADDED: the diff keeps them while the
+    interface is up (plan/addresses.py). What they added is what appeared
+    while they ran (the record's ``added``) and what they name in the plain
+    form `ip address add ADDRESS dev $IFACE` (the only thing known of them on
+    adoption). The caller's model is not changed (netcfgd keeps it between
+    passes). Read from the record whatever the settings (a dry run, `query
+    --check`, too); with ``record=None`` nothing is kept."""
     settings = settings or HookSettings()
     if settings.record is None:
         return model
@@ -587,16 +596,75 @@ def hook_added(model: Model, settings: HookSettings | None) -> Model:
     except RecordError:
         return model        # Hooks.for_plan says so, and starts a new one
     interfaces = None
-    for key, entry in record.entries.items():
-        obj = model.interfaces.get(key)
-        if not entry.added or obj is None or not decide.wants_up(obj):
+    for key, obj in model.interfaces.items():
+        if not ("up" in obj.attrs or "post-up" in obj.attrs) or not decide.wants_up(obj):
             continue
-        if Stanza.of(obj, settings.hook_lines.get(key)).fingerprint() != entry.fingerprint:
-            continue        # changed: its down lines, then its new up lines run
+        named = named_addresses([c for p in ("up", "post-up") for c in obj.attrs.get(p, ())],
+                                obj.name)
+        entry = record.entries.get(key)
+        if entry is not None and not (entry.added or named):
+            continue
+        if entry is not None and \
+                Stanza.of(obj, settings.hook_lines.get(key)).fingerprint() != entry.fingerprint:
+            continue        # changed (or due): its down lines, then its up lines run
+        kept = tuple(dict.fromkeys([*(entry.added if entry is not None else ()), *named]))
+        if not kept:
+            continue
         if interfaces is None:
             interfaces = dict(model.interfaces)
-        interfaces[key] = dataclasses.replace(obj, attrs={**obj.attrs, HOOK_ADDED: entry.added})
+        interfaces[key] = dataclasses.replace(obj, attrs={**obj.attrs, HOOK_ADDED: kept})
     return model if interfaces is None else dataclasses.replace(model, interfaces=interfaces)
+
+
+# iproute2 takes any prefix of a word (`ip a a`, `ip addr add`).
+_ADDRESS_OBJECT = "address"
+_ADDING = ("add", "replace")
+_SHELL_SEPARATORS = {";", "&&", "||", "|", "&"}
+
+
+def named_addresses(commands: list[str], name: str) -> list[str]:
+    """The addresses ``commands`` add to interface ``name`` in the plain
+    form `[/sbin/]ip [-4|-6|-f FAMILY] address add|replace ADDRESS[/LEN] dev
+    $IFACE|NAME ...`, spelled as the read side spells them; anything else
+    (scripts, variables, other devices) names none."""
+    found = []
+    for command in commands:
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue
+        for cut, word in enumerate(words):
+            if word in _SHELL_SEPARATORS:
+                words = words[:cut]
+                break
+        address = _ip_address_add(words, name)
+        if address is not None:
+            found.append(address)
+    return found
+
+
+def _ip_address_add(words: list[str], name: str) -> str | None:
+    if len(words) < 5 or os.path.basename(words[0]) != "ip":
+        return None
+    rest = words[1:]
+    while rest and rest[0].startswith("-"):
+        option = rest.pop(0)
+        if option in ("-f", "-family") and rest:
+            rest.pop(0)
+    if len(rest) < 4 or not _ADDRESS_OBJECT.startswith(rest[0]) or \
+            not any(verb.startswith(rest[1]) for verb in _ADDING):
+        return None
+    args = rest[2:]
+    if args and args[0] == "local":
+        args = args[1:]
+    dev = [args[i + 1] for i in range(len(args) - 1) if args[i] == "dev"]
+    if not args or dev not in (["$IFACE"], ["${IFACE}"], [name]):
+        return None
+    try:
+        interface = ipaddress.ip_interface(args[0])
+    except ValueError:
+        return None
+    return f"{interface.ip}/{interface.network.prefixlen}"
 
 
 def interface_addresses(session: Any, key: Key) -> frozenset[str]:

@@ -109,3 +109,26 @@ def test_what_up_lines_added_survives_the_next_apply_and_is_no_drift(tmp_path, c
                    f"applied: {NAME}: up 'ip address add 10.78.0.6/24 dev $IFACE': ok"]
     assert addresses() == {"10.78.0.1/24", *added}
     assert check(path, capsys) == (0, "ok: the kernel matches the config\n")
+
+
+def test_a_switch_from_ifupdown2_keeps_what_its_up_lines_added(tmp_path, capsys, cleanup):
+    """ifupdown2 brought the interface up and ran its lines; netcfg's first
+    apply adopts it (no record: nothing runs) and keeps the addresses the
+    lines name (`ip address add ADDRESS dev $IFACE`): the takeover the compat
+    differential measures on freifunk-gateways ...-L22 (was: addr-del)."""
+    path = config(tmp_path, 7)
+    for command in (["link", "add", NAME, "type", "bridge"],
+                    ["address", "add", "10.78.0.1/24", "dev", NAME],
+                    ["link", "set", NAME, "up"],
+                    ["address", "add", "fd00:78::7/64", "dev", NAME],
+                    ["address", "add", "10.78.0.7/24", "dev", NAME],
+                    ["address", "add", "10.78.0.98/24", "dev", NAME]):   # by hand
+        subprocess.run(["ip", *command], check=True)
+    capsys.readouterr()
+    assert main(["apply", "-c", path]) == 0
+    assert " up '" not in capsys.readouterr().out      # adopted: its lines ran before
+    kept = {"10.78.0.1/24", "fd00:78::7/64", "10.78.0.7/24"}
+    assert addresses() == kept                         # the one added by hand went
+    assert main(["apply", "-c", path]) == 0
+    assert addresses() == kept
+    assert check(path, capsys) == (0, "ok: the kernel matches the config\n")
