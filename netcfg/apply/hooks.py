@@ -589,16 +589,16 @@ def hook_added(model: Model, settings: HookSettings | None) -> Model:
     passes). Read from the record whatever the settings (a dry run, `query
     --check`, too); with ``record=None`` nothing is kept."""
     settings = settings or HookSettings()
-    if settings.record is None:
-        return model
+    lined = {k: o for k, o in model.interfaces.items()
+             if ("up" in o.attrs or "post-up" in o.attrs) and decide.wants_up(o)}
+    if settings.record is None or not lined:
+        return model        # the record unread: 17 ms at 4094 entries, each poll
     try:
         record = hookrecord.load(settings.record)
     except RecordError:
         return model        # Hooks.for_plan says so, and starts a new one
     interfaces = None
-    for key, obj in model.interfaces.items():
-        if not ("up" in obj.attrs or "post-up" in obj.attrs) or not decide.wants_up(obj):
-            continue
+    for key, obj in lined.items():
         named = named_addresses([c for p in ("up", "post-up") for c in obj.attrs.get(p, ())],
                                 obj.name)
         entry = record.entries.get(key)
