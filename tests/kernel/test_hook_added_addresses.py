@@ -132,3 +132,29 @@ def test_a_switch_from_ifupdown2_keeps_what_its_up_lines_added(tmp_path, capsys,
     assert main(["apply", "-c", path]) == 0
     assert addresses() == kept
     assert check(path, capsys) == (0, "ok: the kernel matches the config\n")
+
+
+def test_netcfgd_keeps_what_the_plain_up_lines_added(tmp_path, netns_dir):
+    """netcfgd runs up lines in its worker, after the pass: the addresses
+    they add come back to it as events, and the next pass must not remove
+    them (the plain `ip address add ADDRESS dev $IFACE` form: its lines are
+    not watched while they run); its `query --check` answers ok."""
+    import time
+
+    from kernel_env import remove_what_netcfg_made
+    from test_netcfgd import Netcfgd, cli, wait_for
+
+    path = config(tmp_path, 8)
+    daemon = Netcfgd(tmp_path, tmp_path / "interfaces", run_dir=tmp_path / "run").start()
+    try:
+        added = {"fd00:78::8/64", "10.78.0.8/24"}
+        wait_for(lambda: addresses() == {"10.78.0.1/24", *added}, 10,
+                 "netcfgd bringing hka0 up with its up lines' addresses (were: removed by "
+                 "the next pass)")
+        time.sleep(1.5)   # the passes the addresses' events start (were: addr-del)
+        assert addresses() == {"10.78.0.1/24", *added}
+        check = cli(daemon.run_dir, "query", "--check", "-c", path)
+        assert check.returncode == 0, check.stdout + check.stderr
+    finally:
+        daemon.close()
+        remove_what_netcfg_made(netns_dir)
