@@ -239,9 +239,20 @@ def _bring_up_dependencies(model: Model, needs: dict, declared: list[ConfigObjec
     while work:
         obj = work.pop()
         for ref, target in needs.get(obj, ()):
+            down = target.attrs.get("link-down")
+            if down and obj.kind == "vlan" and ref.role == LOWER:
+                # vlan_dev_open: -ENETDOWN while the real device is down
+                # (ifupdown2's `ip link set up` fails on it too).
+                report.error(target.where("link-down"),
+                             f"{target.label()}: 'link-down yes' keeps it down, and the "
+                             f"kernel refuses to bring up a VLAN on a down device (Network "
+                             f"is down): {obj.name} ({ref.attribute}, {ref.loc}) is up. Remove "
+                             f"'link-down yes', or give {obj.name} 'link-down yes' too",
+                             "link-down")
+                continue
             if target.auto:
                 continue
-            if target.attrs.get("link-down"):
+            if down:
                 report.warning(target.where("link-down"),
                                f"{target.label()}: 'link-down yes' keeps it down, and "
                                f"{obj.name} ({ref.attribute}, {ref.loc}) needs it up: "
@@ -352,7 +363,8 @@ def _resolve_references(model: Model, report: Report) -> tuple[dict, dict]:
                         _report_dangling(model, obj, ref, report, elsewhere)
                         continue
                     work.append(target)
-                if not target.auto and section == IFACE and role in _IMPLYING_ROLES:
+                if section == IFACE and role in _IMPLYING_ROLES and (
+                        not target.auto or target.attrs.get("link-down")):
                     needs.setdefault(obj, []).append((ref, target))
                 if role not in STRUCTURAL_ROLES:
                     continue

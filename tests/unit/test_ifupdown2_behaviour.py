@@ -10,6 +10,9 @@ import textwrap
 import pytest
 from builders import brought_up, compiled
 
+from netcfg.compile.pipeline import ConfigSource, compile_config
+from netcfg.model.errors import ConfigInvalid
+
 
 @pytest.mark.parametrize("text, up", [
     pytest.param("""\
@@ -106,24 +109,43 @@ def test_a_port_of_a_bridge_that_stays_down_stays_down(tmp_path):
 
 
 def test_a_needed_device_with_link_down_is_a_warning(tmp_path):
-    # A warning for each device that needs it, on one line: in the order the
-    # walk from the model's up devices (in the model's order) finds them.
+    # A warning for each device that needs it, on its line (a VLAN on it is
+    # an error: test_an_up_vlan_on_a_link_down_device_is_an_error).
     result = compiled(tmp_path, """\
         iface eno1 inet manual
             link-down yes
         auto vmbr0
         iface vmbr0
             bridge-ports eno1
-        auto eno1.10
-        iface eno1.10
         """)
     assert not result.model.iface("", "eno1").auto
     assert [w.format() for w in result.warnings] == [
         f"{tmp_path}/interfaces:2: warning: eno1: 'link-down yes' keeps it down, and {name} "
         f"({attribute}, {tmp_path}/interfaces:{line}) needs it up: {name} will carry no "
         f"traffic through it"
-        for name, attribute, line in (("eno1.10", "vlan-raw-device", 7),
-                                      ("vmbr0", "bridge-ports", 5))]
+        for name, attribute, line in (("vmbr0", "bridge-ports", 5),)]
+
+
+@pytest.mark.parametrize("auto", ["", "auto eno1\n"])
+def test_an_up_vlan_on_a_link_down_device_is_an_error(tmp_path, auto):
+    """vlan_dev_open: the kernel answers ENETDOWN to bringing a VLAN up while
+    its real device is down (no loose binding), so `check` must not say ok;
+    whether or not the lower device is on an auto line."""
+    path = tmp_path / "interfaces"
+    path.write_text(auto + "iface eno1 inet manual\n    link-down yes\n"
+                    "auto eno1.10\niface eno1.10\n")
+    with pytest.raises(ConfigInvalid) as refused:
+        compile_config(ConfigSource(path=str(path)))
+    line = 3 if auto else 2
+    assert [d.format() for d in refused.value.diagnostics if d.severity == "error"] == [
+        f"{path}:{line}: error: eno1: 'link-down yes' keeps it down, and the kernel refuses "
+        f"to bring up a VLAN on a down device (Network is down): eno1.10 (vlan-raw-device, "
+        f"{path}:{line + 2}) is up. Remove 'link-down yes', or give eno1.10 'link-down yes' "
+        f"too"]
+    # Down with it: nothing to refuse.
+    path.write_text(auto + "iface eno1 inet manual\n    link-down yes\n"
+                    "auto eno1.10\niface eno1.10\n    link-down yes\n")
+    compile_config(ConfigSource(path=str(path)))
 
 
 def test_link_down_stops_the_chain_with_one_warning(tmp_path):
@@ -132,17 +154,21 @@ def test_link_down_stops_the_chain_with_one_warning(tmp_path):
         iface bond0
             bond-slaves eno1
             link-down yes
-        iface bond0.10
+        iface mv0
+            link-type macvlan
+            macvlan-raw-device bond0
         auto vmbr0
         iface vmbr0
-            bridge-ports bond0.10
+            bridge-ports mv0
         """)
     up = brought_up(result)
-    assert up == {"vmbr0", "bond0.10"}
+    # A macvlan comes up on a down lower device (LOWERLAYERDOWN), a VLAN
+    # would not (test_an_up_vlan_on_a_link_down_device_is_an_error).
+    assert up == {"vmbr0", "mv0"}
     assert [w.format().split(": warning: ")[1] for w in result.warnings] == [
-        f"bond0: 'link-down yes' keeps it down, and bond0.10 (vlan-raw-device, "
-        f"{result.model.iface('', 'bond0.10').where('vlan-raw-device')}) needs it up: "
-        f"bond0.10 will carry no traffic through it"]
+        f"bond0: 'link-down yes' keeps it down, and mv0 (macvlan-raw-device, "
+        f"{result.model.iface('', 'mv0').where('macvlan-raw-device')}) needs it up: "
+        f"mv0 will carry no traffic through it"]
 
 
 def test_an_address_on_a_device_left_down_is_a_warning(tmp_path):
