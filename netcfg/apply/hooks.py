@@ -709,8 +709,14 @@ def _pre_up_batches(plan, lifecycle: Lifecycle) -> dict[Key, int]:
                 set_up.setdefault(key, number)
             elif op.action == "link-add":
                 created.setdefault(key, number)
-    made = {**created, **{k: n for k, n in set_up.items() if k in created}}
-    return {**{k: n for k, n in touched.items() if k in set_up}, **made}
+
+    def before(key: Key) -> int:
+        if key in created:   # made by the plan: once set up, else once made
+            return set_up.get(key, created[key])
+        return touched[key]   # already there, or made by its own pre-up line
+
+    # Only interfaces the plan brings up or makes; the others start().
+    return {key: before(key) for key in touched if key in set_up or key in created}
 
 
 def _name(key: Key) -> str:
