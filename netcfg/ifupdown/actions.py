@@ -4,7 +4,9 @@ kernel: netcfg's apply, narrowed as ifupdown2 narrows, and its drift.
 - `ifup -a`, `ifreload -a`: the whole file applied. netcfg diffs against the
   kernel, so a reload touches only what the edit changed and removes what the
   file dropped (what netcfg made); devices nobody declared (guests' taps and
-  veths) are never touched.
+  veths) are never touched. A stanza without `auto` whose device is up now
+  (`ifup NAME` brought it up) is reloaded as up, as ifupdown2's reload
+  leaves it (kept_up).
 - `ifup IFACE`: IFACE and what it needs (its ports, lower devices, master, what
   ifupdown-ng's `requires` names), brought up first.
 - `ifdown IFACE`: the file as if IFACE were taken down: a device netcfg
@@ -124,7 +126,12 @@ def brought_up(model: Model, names: list[str]) -> Model:
     NAME` brings up a stanza that has no
     `auto` line: with its addresses and routes (ifupdown2 picks by `auto`
     only under -a). A device with `link-down yes` stays down."""
-    work = list(keys_named(model, names))
+    return brought_up_keys(model, keys_named(model, names))
+
+
+def brought_up_keys(model: Model, keys: set[Key]) -> Model:
+    """brought_up() of these interfaces (netns, name)."""
+    work = list(keys)
     up: set[Key] = set()
     while work:
         key = work.pop()
@@ -138,6 +145,63 @@ def brought_up(model: Model, names: list[str]) -> Model:
     interfaces = {k: (dataclasses.replace(o, auto=True) if k in up else o)
                   for k, o in model.interfaces.items()}
     return dataclasses.replace(model, interfaces=interfaces)
+
+
+def without_auto(model: Model) -> set[Key]:
+    """The declared interfaces no `auto` line (nor allow-hotplug, nor an up
+    device that needs them) brings up."""
+    return {k for k, o in model.interfaces.items() if not o.auto and not o.implicit}
+
+
+def up_now(keys: set[Key]) -> set[Key]:
+    """Those of ``keys`` whose device is administratively up (IFF_UP) now,
+    each read in its own namespace (one that does not exist has none).
+
+    Equivalent to: `ip -n NETNS link show dev NAME` per key, its UP flag.
+    """
+    import errno
+
+    from netcfg.kernel.nl import NetlinkError
+    from netcfg.kernel.session import KernelSession
+    from netcfg.model.model import ROOT_NETNS
+    from netcfg.netlink.nlmsg import (IFF_UP, IFINFOMSG, IFLA_IFNAME, RTM_GETLINK, ifinfomsg,
+                                      rtattr_str)
+
+    if not keys:
+        return set()
+    found: set[Key] = set()
+    with KernelSession() as session:
+        existing = session.existing_namespaces() | {ROOT_NETNS}
+        for key in sorted(keys):
+            netns, name = key
+            if netns not in existing:
+                continue
+            try:
+                _type, _flags, payload = session.socket(netns).get(
+                    RTM_GETLINK, ifinfomsg() + rtattr_str(IFLA_IFNAME, name))
+            except NetlinkError as e:
+                if e.errno in (errno.ENODEV, errno.EINVAL):   # no such device / bad name
+                    continue
+                raise
+            if IFINFOMSG.unpack_from(payload)[3] & IFF_UP:
+                found.add(key)
+    return found
+
+
+def kept_up(model: Model) -> tuple[Model, list[str]]:
+    """``model`` with each declared stanza without `auto` whose device is up
+    now taken as up, as `ifup NAME` left it (brought_up: its addresses,
+    routes and hooks, and what it needs); and their names. ifupdown2's
+    `ifreload` leaves such a stanza alone (`_reload_default` skips
+    interfaces without `auto` both when downing changed ones and when
+    bringing them up): Proxmox's Apply Configuration must not cut an
+    interface the admin brought up by name. One that is down stays down.
+    netcfg applies the stanza's current config to it (docs/ifupdown.md)."""
+    keys = up_now(without_auto(model))
+    if not keys:
+        return model, []
+    names = list(dict.fromkeys(o.name for k, o in model.interfaces.items() if k in keys))
+    return brought_up_keys(model, keys), names
 
 
 def left_alone(model: Model, auto_names: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Collection
 
 from netcfg.compile.validate import IMPERATIVE_NOTE
 from netcfg.ifupdown import actions, query
@@ -29,13 +29,30 @@ class State:
     ifile: InterfacesFile | None = None
 
     def load(self, path: str, interfaces_format: str = "native",
-             brought_up: tuple[str, ...] = ()) -> InterfacesFile:
+             brought_up: tuple[str, ...] = (), *, say_warnings: bool = True) -> InterfacesFile:
+        """The file compiled; its warnings on stderr unless ``say_warnings``
+        is False (the command says them later: say_warnings())."""
         self.ifile = load(path, interfaces_format, brought_up)
+        if say_warnings:
+            self.say_warnings(brought_up)
+        return self.ifile
+
+    def say_warnings(self, up: Collection[str] = ()) -> None:
+        """The compile's warnings on stderr, less those that do not hold for
+        this command: the note on imperative lines (ifupdown2's users write
+        them to be run: no news to them), and, for ``up`` (stanzas without
+        `auto` that this command brings or keeps up), the ones saying that
+        without an `auto` line the interface stays down or its route is not
+        installed (`netcfg apply`'s rule, not ifup's)."""
+        assert self.ifile is not None
+        up = set(up)
         for warning in self.ifile.compiled.warnings:
             if warning.message.startswith(IMPERATIVE_NOTE):
-                continue   # ifupdown2's users write them to be run: no news to them
+                continue
+            name = self.ifile.stanza_of(warning.loc) if up else None
+            if name in up and f"no 'auto {name}' line" in warning.message:
+                continue
             print(diagnostic_line(self.ifile, warning), file=sys.stderr)
-        return self.ifile
 
 
 def diagnostic_text(state: State, diagnostic: Diagnostic) -> str:
@@ -212,19 +229,30 @@ def cmd_ifdown(args: argparse.Namespace, state: State) -> int:
 
 
 def cmd_ifreload(args: argparse.Namespace, state: State) -> int:
-    ifile = state.load(args.interfaces, args.interfaces_format)
+    ifile = state.load(args.interfaces, args.interfaces_format, say_warnings=False)
+    # A stanza without `auto` that is up now (`ifup NAME` brought it up) is
+    # reloaded as up, as ifupdown2's reload leaves it up: the rest of the
+    # file as before (one that is down stays down).
+    model, kept = ifile.model, []
+    if not args.syntax_check and os.geteuid() == 0:
+        model, kept = actions.kept_up(ifile.model)
+    state.say_warnings(kept)
     if args.syntax_check:
         return 0
     _need_root()
+    if kept:
+        actions.say(args, f"info: no auto line, up now: kept up: {', '.join(kept)}")
     if args.all:
-        return _change(args, ifile, ifile.model, None)
+        return _change(args, ifile, model, None, model_is_file=model is ifile.model)
     if args.currently_up:
         names = [n for n in ifile.names() if _is_up(n)]
     else:
+        # As `ifup --allow=CLASS`: the class's interfaces brought up, auto or not.
         names = select(ifile, everything=False, names=(), classes=args.classes, excludes=())
+        model = actions.brought_up(model, names)
     if not names:
         return 0
-    return _change(args, ifile, ifile.model, names)
+    return _change(args, ifile, model, names, model_is_file=model is ifile.model)
 
 
 def _is_up(name: str) -> bool:

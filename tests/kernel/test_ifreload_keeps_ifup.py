@@ -1,0 +1,171 @@
+"""`ifreload -a` leaves up a stanza without `auto` that `ifup NAME` brought
+up, as Debian's ifupdown2 does (its `_reload_default` skips stanzas without
+`auto` both when taking changed ones down and when bringing them up;
+tests/kernel/test_ipv6_after_down.py runs it): Proxmox's "Apply
+Configuration" and `systemctl reload networking` run `ifreload -a`, and must
+not cut an interface the admin brought up by hand. netcfg's reload applies
+the stanza's config to it, as `ifup NAME` would (docs/ifupdown.md); one that
+is down stays down, and what the file dropped is still removed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from test_netcfgd import ip_json
+
+from netcfg.cli.main import main as netcfg
+from netcfg.ifupdown.main import main
+
+V4, V6, GW4, GW6 = "198.51.100.10/24", "2001:db8:5::10/64", "198.51.100.1", "2001:db8:5::1"
+BASE = f"""\
+auto lo
+iface lo inet loopback
+
+auto eth0
+iface eth0 inet static
+    address 192.0.2.10/24
+
+iface eth1 inet static
+    address {V4}
+    gateway {GW4}
+
+iface eth1 inet6 static
+    address {V6}
+    gateway {GW6}
+"""
+DROPPED = "\nauto vmbr9\niface vmbr9 inet static\n    address 203.0.113.1/24\n" \
+          "    bridge-ports none\n"
+
+
+def link(name: str) -> dict | None:
+    found = subprocess.run(["ip", "-j", "link", "show", "dev", name], capture_output=True,
+                           text=True)
+    return json.loads(found.stdout)[0] if found.returncode == 0 else None
+
+
+def up(name: str) -> bool:
+    return "UP" in link(name)["flags"]
+
+
+def addresses(name: str) -> list[str]:
+    return sorted(f"{a['local']}/{a['prefixlen']}" for li in ip_json("addr", "show", "dev", name)
+                  for a in li.get("addr_info", ()) if a.get("scope") == "global")
+
+
+def gateways(name: str) -> list[str]:
+    return sorted(r["gateway"] for family in ("-4", "-6")
+                  for r in ip_json(family, "route", "show", "default", "dev", name)
+                  if "gateway" in r)
+
+
+@pytest.fixture
+def host(session, tmp_path, monkeypatch):
+    """eth0 and eth1 veth stand-ins for NICs (down, as nobody configured
+    them); the commands' state dir in tmp_path. Yields the interfaces file,
+    with a bridge (vmbr9) the reloads below drop."""
+    monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
+    for name in ("eth0", "eth1"):
+        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
+                        f"{name}-peer"], check=True)
+        subprocess.run(["ip", "link", "set", f"{name}-peer", "up"], check=True)
+    path = tmp_path / "interfaces"
+    path.write_text(BASE + DROPPED)
+    monkeypatch.setenv("NETCFG_INTERFACES", str(path))
+    yield path
+    for name in ("eth0", "eth1", "vmbr9"):
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def check_json(capsys, *argv: str) -> tuple[int, list[dict]]:
+    capsys.readouterr()
+    code = main(["ifquery", *argv, "-o", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+RELOADS = [["-a"], ["-a", "-X", "nomatch"], ["-c"]]
+
+
+@pytest.mark.parametrize("reload", RELOADS, ids=" ".join)
+def test_reload_keeps_what_ifup_name_brought_up(host, capsys, reload):
+    assert main(["ifup", "-a"]) == 0
+    assert up("eth0") and up("vmbr9") and not up("eth1")
+    assert main(["ifup", "eth1"]) == 0
+    assert up("eth1") and addresses("eth1") == sorted([V4, V6])
+    assert gateways("eth1") == sorted([GW4, GW6])
+
+    host.write_text(BASE)                  # vmbr9 dropped from the file
+    capsys.readouterr()
+    assert main(["ifreload", *reload]) == 0
+    err = capsys.readouterr().err
+    assert up("eth1"), f"ifreload took down the interface `ifup eth1` brought up: {err}"
+    # Nor does it say, in Proxmox's task log, that eth1 stays down.
+    assert "eth1" not in err, err
+    assert addresses("eth1") == sorted([V4, V6])
+    assert gateways("eth1") == sorted([GW4, GW6])
+    assert up("eth0") and addresses("eth0") == ["192.0.2.10/24"]
+    if reload[0] == "-a":
+        assert link("vmbr9") is None       # what the file dropped is still removed
+
+    # Proxmox's poller, both spellings: no drift after the reload.
+    for argv in (["-a", "-c"], ["-c", "-a"]):
+        code, checked = check_json(capsys, *argv)
+        assert code == 0, checked
+        assert {o["name"] for o in checked} == {"lo", "eth0"}
+        assert all(o["status"] == "pass" for o in checked)
+    assert main(["ifquery", "-c", "eth1"]) == 0
+
+    # A second reload has nothing to do (the dry run's plan is empty).
+    capsys.readouterr()
+    assert main(["ifreload", *reload, "-n"]) == 0
+    plan = capsys.readouterr().out
+    assert "eth1" not in plan, plan
+
+    # ifdown, then a reload: down stays down.
+    assert main(["ifdown", "eth1"]) == 0
+    assert not up("eth1") and gateways("eth1") == []
+    capsys.readouterr()
+    assert main(["ifreload", *reload]) == 0
+    assert not up("eth1") and gateways("eth1") == []
+    assert "stays down" in capsys.readouterr().err    # netcfg's warning, where it holds
+
+
+@pytest.mark.parametrize("reload", RELOADS, ids=" ".join)
+def test_reload_leaves_a_down_stanza_without_auto_down(host, reload):
+    assert main(["ifup", "-a"]) == 0
+    assert main(["ifreload", *reload]) == 0
+    assert not up("eth1") and gateways("eth1") == []
+    assert up("eth0") and up("vmbr9")
+
+
+def test_reload_applies_the_edited_stanza_of_an_interface_brought_up(host):
+    """The choice documented in docs/ifupdown.md: the stanza's edit is applied
+    (ifupdown2 would leave the interface as it is until `ifup eth1`)."""
+    assert main(["ifup", "eth1"]) == 0
+    host.write_text(BASE.replace(V4, "198.51.100.11/24"))
+    assert main(["ifreload", "-a"]) == 0
+    assert up("eth1") and addresses("eth1") == sorted(["198.51.100.11/24", V6])
+    assert gateways("eth1") == sorted([GW4, GW6])
+    assert main(["ifquery", "-c", "eth1"]) == 0
+
+
+def test_netcfg_apply_keeps_its_rule(host):
+    """`netcfg apply` of the same file: no auto line, so eth1 is kept down
+    (docs/compat.md "A stanza without `auto`"), unchanged by the above."""
+    assert main(["ifup", "eth1"]) == 0
+    assert netcfg(["apply", "-c", str(host)]) == 0
+    assert not up("eth1") and gateways("eth1") == []
+
+
+def test_reload_allow_class_brings_its_interfaces_up_as_ifup_allow(host):
+    """`ifreload --allow=CLASS` brings the class's interfaces up, auto or not,
+    as `ifup --allow=CLASS` does (ifupdown2's _iface_whitelisted takes the
+    class, not `auto`, then)."""
+    host.write_text(BASE + "\nallow-manual eth1\n")
+    assert main(["ifreload", "--allow=manual"]) == 0
+    assert up("eth1") and addresses("eth1") == sorted([V4, V6])
+    assert gateways("eth1") == sorted([GW4, GW6])
+    assert not up("eth0")                  # not of the class: untouched
+    assert main(["ifreload", "-a"]) == 0   # and then kept up
+    assert up("eth1") and up("eth0")
