@@ -169,3 +169,43 @@ def test_reload_allow_class_brings_its_interfaces_up_as_ifup_allow(host):
     assert not up("eth0")                  # not of the class: untouched
     assert main(["ifreload", "-a"]) == 0   # and then kept up
     assert up("eth1") and up("eth0")
+
+
+def test_through_netcfgd_the_reload_keeps_it_up_and_the_daemon_too(host, tmp_path, netns_dir):
+    """With netcfgd running, ifreload sends the file with eth1 up (as `ifup
+    eth1` does): the daemon, which enforces what it was sent, repairs eth1
+    and never takes it down."""
+    import os
+    import sys
+    import time
+
+    from kernel_env import remove_what_netcfg_made
+    from test_netcfgd import REPAIR_BOUND_S, Netcfgd, wait_for
+
+    run = tmp_path / "run"
+
+    def command(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "netcfg.ifupdown", *argv, "-i", str(host)],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "NETCFG_RUN_DIR": str(run)})
+
+    assert command("ifup", "-a").returncode == 0
+    daemon = Netcfgd(tmp_path, host, run_dir=run).start()
+    try:
+        done = command("ifup", "eth1")
+        assert done.returncode == 0, done.stderr
+        host.write_text(BASE)
+        done = command("ifreload", "-a", "-v")
+        assert done.returncode == 0 and "netcfgd applied" in done.stderr, done.stderr
+        assert up("eth1") and addresses("eth1") == sorted([V4, V6])
+        assert link("vmbr9") is None
+        subprocess.run(["ip", "addr", "del", V4, "dev", "eth1"], check=True)
+        wait_for(lambda: addresses("eth1") == sorted([V4, V6]), REPAIR_BOUND_S,
+                 "netcfgd repairing eth1 after the reload")
+        time.sleep(0.5)
+        assert up("eth1") and gateways("eth1") == sorted([GW4, GW6])
+        checked = command("ifquery", "-a", "-c", "-o", "json")
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    finally:
+        daemon.close()
+        remove_what_netcfg_made(netns_dir)
