@@ -10,7 +10,9 @@ is down stays down, and what the file dropped is still removed."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from test_netcfgd import ip_json
@@ -209,3 +211,56 @@ def test_through_netcfgd_the_reload_keeps_it_up_and_the_daemon_too(host, tmp_pat
     finally:
         daemon.close()
         remove_what_netcfg_made(netns_dir)
+
+
+IFUPDOWN2_RUN = """\
+set -u
+mount --make-rprivate /
+mount -t sysfs none /sys
+for d in /run /var/tmp; do mount -t tmpfs -o mode=0755 peer $d; done
+mkdir -p /run/network /var/tmp/network
+cp "$1" "$3"
+mount --bind "$3" /etc/network/interfaces
+ip link set lo up
+for n in eth0 eth1; do ip link add $n type veth peer name $n-peer; ip link set $n-peer up; done
+show() { ip -j link show dev eth1; ip -j addr show dev eth1 scope global
+         ip -j -4 route show default; ip -j -6 route show default; }
+ifup -a >/dev/null 2>&1; echo "rc $?"
+ifup eth1 >/dev/null 2>&1; echo "rc $?"
+ifreload -a >/dev/null 2>&1; echo "rc $?"
+show
+cat "$2" > "$3"
+ifreload -a >/dev/null 2>&1; echo "rc $?"
+show
+"""
+
+
+@pytest.mark.skipif(shutil.which("ifreload") is None or not Path("/usr/share/ifupdown2").is_dir(),
+                    reason="Debian's ifupdown2 is not installed")
+def test_ifupdown2_itself(tmp_path):
+    """The peer on the same file (own network and mount namespaces): `ifup
+    eth1`, `ifreload -a` leaves eth1 up with both addresses and both default
+    routes, as netcfg now does. Then eth1's address edited and `ifreload -a`
+    again: ifupdown2 leaves eth1 as it was (the old address), where netcfg
+    applies the edit (the difference docs/ifupdown.md states)."""
+    base, edited = tmp_path / "base", tmp_path / "edited"
+    base.write_text(BASE)
+    edited.write_text(BASE.replace(V4, "198.51.100.11/24"))
+    script = tmp_path / "run.sh"
+    script.write_text(IFUPDOWN2_RUN)
+    out = [line for line in subprocess.run(
+        ["unshare", "--net", "--mount", "--propagation", "private", "bash", str(script),
+         str(base), str(edited), str(tmp_path / "interfaces")],
+        capture_output=True, text=True, timeout=300).stdout.splitlines() if line.strip()]
+    assert out[:3] == ["rc 0", "rc 0", "rc 0"], out
+    assert out[7] == "rc 0", out
+
+    def state(lines: list[str]) -> tuple[bool, list[str], list[str]]:
+        links, addrs, v4, v6 = (json.loads(line) for line in lines)
+        return ("UP" in links[0]["flags"],
+                sorted(f"{a['local']}/{a['prefixlen']}" for a in addrs[0]["addr_info"]
+                       if "local" in a),
+                sorted(r["gateway"] for r in v4 + v6))
+
+    assert state(out[3:7]) == (True, sorted([V4, V6]), sorted([GW4, GW6]))
+    assert state(out[8:12]) == (True, sorted([V4, V6]), sorted([GW4, GW6]))
