@@ -264,3 +264,45 @@ def test_ifupdown2_itself(tmp_path):
 
     assert state(out[3:7]) == (True, sorted([V4, V6]), sorted([GW4, GW6]))
     assert state(out[8:12]) == (True, sorted([V4, V6]), sorted([GW4, GW6]))
+
+
+RED = """\
+netns red
+
+auto veth-red
+iface veth-red
+    link-type veth
+    veth-peer-name eth1
+    veth-peer-netns red
+    address 10.0.1.1/30
+
+iface eth1
+    netns red
+    address 10.0.1.2/30
+"""
+
+
+def test_up_is_read_in_the_stanzas_namespace(host, netns_dir):
+    """eth1 of namespace red (no auto) is judged by red's eth1, not by the
+    host's eth1 of the same name: the host's up leaves red's down; red's
+    brought up by `ifup eth1` stays up."""
+    from kernel_env import remove_what_netcfg_made
+
+    def red_eth1() -> dict:
+        return json.loads(subprocess.run(["ip", "-n", "red", "-j", "addr", "show", "dev", "eth1"],
+                                         capture_output=True, text=True, check=True).stdout)[0]
+
+    host.write_text(RED)
+    try:
+        assert main(["ifup", "-a"]) == 0
+        subprocess.run(["ip", "link", "set", "eth1", "up"], check=True)   # the host's own
+        assert main(["ifreload", "-a"]) == 0
+        assert "UP" not in red_eth1()["flags"]
+        assert main(["ifup", "eth1"]) == 0
+        assert "UP" in red_eth1()["flags"]
+        assert main(["ifreload", "-a"]) == 0
+        assert "UP" in red_eth1()["flags"]
+        assert "10.0.1.2" in [a.get("local") for a in red_eth1()["addr_info"]]
+        assert main(["ifquery", "-a", "-c"]) == 0
+    finally:
+        remove_what_netcfg_made(netns_dir)
