@@ -65,9 +65,10 @@ def gateways(name: str) -> list[str]:
 @pytest.fixture
 def host(session, tmp_path, monkeypatch):
     """eth0 and eth1 veth stand-ins for NICs (down, as nobody configured
-    them); the commands' state dir in tmp_path. Yields the interfaces file,
+    them); the commands' state dir and an empty network dir in tmp_path. Yields the interfaces file,
     with a bridge (vmbr9) the reloads below drop."""
     monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NETCFG_NETWORK_DIR", str(tmp_path / "network"))   # no if-*.d scripts
     for name in ("eth0", "eth1"):
         subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
                         f"{name}-peer"], check=True)
@@ -306,3 +307,22 @@ def test_up_is_read_in_the_stanzas_namespace(host, netns_dir):
         assert main(["ifquery", "-a", "-c"]) == 0
     finally:
         remove_what_netcfg_made(netns_dir)
+
+
+def test_hooks_run_as_ifup_name_ran_them_and_not_again(host, tmp_path):
+    """`ifup eth1` runs eth1's up lines once; the reloads that keep it up run
+    neither its down lines nor its up lines again; `ifdown eth1` its down
+    lines."""
+    log = tmp_path / "hooks.log"
+    host.write_text(BASE.replace(f"    gateway {GW4}\n", f"    gateway {GW4}\n"
+                                 f"    post-up echo up $IFACE >> {log}\n"
+                                 f"    pre-down echo down $IFACE >> {log}\n"))
+    assert main(["ifup", "-a"]) == 0
+    assert not log.exists()
+    assert main(["ifup", "eth1"]) == 0
+    assert log.read_text() == "up eth1\n"
+    assert main(["ifreload", "-a"]) == 0
+    assert main(["ifreload", "-a"]) == 0
+    assert up("eth1") and log.read_text() == "up eth1\n"
+    assert main(["ifdown", "eth1"]) == 0
+    assert log.read_text() == "up eth1\ndown eth1\n"
