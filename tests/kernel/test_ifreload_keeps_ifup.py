@@ -65,8 +65,8 @@ def gateways(name: str) -> list[str]:
 @pytest.fixture
 def host(session, tmp_path, monkeypatch):
     """eth0 and eth1 veth stand-ins for NICs (down, as nobody configured
-    them); the commands' state dir and an empty network dir in tmp_path. Yields the interfaces file,
-    with a bridge (vmbr9) the reloads below drop."""
+    them); the commands' state dir and an empty network dir in tmp_path.
+    Yields the interfaces file, with a bridge (vmbr9) the reloads below drop."""
     monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("NETCFG_NETWORK_DIR", str(tmp_path / "network"))   # no if-*.d scripts
     for name in ("eth0", "eth1"):
