@@ -227,9 +227,6 @@ RELOAD_DRIFT = ("ifupdown2 reload: it set {key} on {dev} to {theirs}, which its 
 # where its ifup -a of a new bridge leaves the kernel's): the attribute that would.
 RELOAD_DEFAULTS = {"info_data.mcast_hash_max": "bridge-hashmax",
                    "info_slave_data.cost": "bridge-pathcosts"}
-RELEASED_PORT = ("deliberate (reload): a port the edit releases, with no `auto`, is left "
-                 "down, as `ifup -a` of the new file leaves it; ifupdown2's reload leaves "
-                 "it up")
 # Proxmox's ifupdown2 keeps these ports on their bridges (its patch); Debian's does not.
 GUEST_PORTS = r"(tap|veth|fwpr)"
 GUEST_RELEASED = ("ifupdown2 (Debian's build) takes a guest port plugged by hand off its "
@@ -244,15 +241,11 @@ def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
     """Differences that only a reload shows, each named with its evidence: a knob
     ifupdown2's ifup -a of BEFORE left at the value netcfg has and its reload changed,
     that no line of AFTER writes (on a device whose stanza the edit kept, or a knob of
-    RELOAD_DEFAULTS); a released port's up (the pair asks it down, AFTER has no `auto`
-    for it); a guest port (no stanza) that ifupdown2's reload disturbed; a route left
+    RELOAD_DEFAULTS); a guest port (no stanza) that ifupdown2's reload disturbed; a route left
     by a `post-down ip route del DST` of BEFORE that ifupdown2 did not run (#248)."""
     if not ifupdown2_up:
         return {}
     old, new = _stanzas(pair.before), _stanzas(pair.after)
-    autos = {w for ln in pair.after.splitlines() if ln.split()[:1] == ["auto"]
-             for w in ln.split()[1:]}
-    released = set(rev.Asks.parse(pair.asks).down) - autos
     why = {}
     for line in differences:
         m = re.match(r"(?:link|bridge vlans|address) ([^\s:]+)", line)
@@ -265,10 +258,6 @@ def reload_drift(differences: list[str], pair: Pair, ifupdown2_up: dict | None,
         if not m:
             continue
         dev, key, theirs, ours = m.groups()
-        if dev in released and key in ("up", "flags") and \
-                (theirs, ours) in (("True", "False"), (ours[:-1] + ", 'UP']", ours)):
-            why[line] = RELEASED_PORT
-            continue
         kept = old.get(dev) == new.get(dev)
         default_unwritten = key in RELOAD_DEFAULTS and RELOAD_DEFAULTS[key] not in pair.after
         if dev not in new or not (kept or default_unwritten):
@@ -432,8 +421,7 @@ def _label(reason: str) -> str:
     """A table cell's short name of a reason (the section's text says each in full)."""
     if reason.startswith("ifupdown2 reload:"):
         return "ifupdown2's reload defaults"
-    return {RELEASED_PORT: "released port left down (deliberate)",
-            GUEST_RELEASED: "ifupdown2 took the guest off its bridge",
+    return {GUEST_RELEASED: "ifupdown2 took the guest off its bridge",
             OLD_POST_DOWN_NOT_RUN: "ifupdown2 #248 (old post-down not run)"}.get(
                 reason, reason.split(" (", 1)[0] if reason.startswith("deliberate: ")
                 else _head(reason, 200))
