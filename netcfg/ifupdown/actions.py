@@ -26,12 +26,13 @@ import argparse
 import dataclasses
 import os
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 from netcfg.ifupdown.config import InterfacesFile
 from netcfg.ifupdown.query import Verdicts
 from netcfg.model.model import ConfigObject, Model
-from netcfg.plan.scope import PURGED_ATTRIBUTES, Selection, connected, creatable, references
+from netcfg.plan.scope import (NEEDS, PURGED_ATTRIBUTES, Selection, connected, creatable,
+                               needed_excluded, references)
 
 Key = tuple[str, str]
 # No lightweight lowering: ifupdown2 makes the devices the file names, and
@@ -218,22 +219,68 @@ def reach(model: Model, names: list[str]) -> set[Key]:
     return connected(keys_named(model, names), [model])
 
 
-def selection_of(names: list[str] | None) -> Selection | None:
-    return Selection(tuple(names)) if names else None
+def selection_of(names: list[str] | None, excluded: Sequence[str] = ()) -> Selection | None:
+    """The named interfaces (all, when None) less those ``excluded``'s
+    patterns match (`-X`: Selection.left_alone)."""
+    if not names and not excluded:
+        return None
+    return Selection(tuple(names or ()), excluded=tuple(excluded))
+
+
+def excluded_declared(model: Model, excluded: Sequence[str]) -> list[str]:
+    """Interfaces of ``model`` whose name an `-X` pattern matches."""
+    keys = Selection(excluded=tuple(excluded)).matches(model, Model())
+    return list(dict.fromkeys(o.name for k, o in model.interfaces.items() if k in keys))
+
+
+def excluded_but_needed(model: Model, names: list[str] | None,
+                        excluded: Sequence[str]) -> dict[str, list[str]]:
+    """Interfaces `-X` names that an interface applied (of ``names``; all
+    when None) needs, each with the names of those that need it (it is a
+    port of their bridge, a slave of their bond, their lower device):
+    configured with them all the same, as ifupdown2 does
+    (populate_dependency_info drops an excluded interface only when no
+    upper interface picked it up)."""
+    if not excluded:
+        return {}
+    out = Selection(excluded=tuple(excluded)).matches(model, Model())
+    picked = model.interfaces.keys() if names is None else keys_named(model, names)
+    return {key[1]: list(dict.fromkeys(o.name for k, o in model.interfaces.items()
+                                       if k not in out and key in references(o, NEEDS)))
+            for key in sorted(needed_excluded(model, out, picked))}
+
+
+def excluded_changes(model: Model, names: list[str] | None,
+                     excluded: Sequence[str]) -> list[tuple[str, str]]:
+    """What applying ``model`` whole, as netcfgd does once it has it, would
+    change on the interfaces `-X` leaves alone (those no interface of
+    ``names`` needs): the dry run's operations on them, (interface, line)
+    each; none when netcfgd's apply leaves them as they are now."""
+    from netcfg.apply.execute import apply
+    from netcfg.kernel.session import KernelSession
+
+    alone = set(excluded_declared(model, excluded)) - set(
+        excluded_but_needed(model, names, excluded))
+    if not alone:
+        return []
+    with KernelSession() as session:   # whole: netcfgd goes on enforcing all of it
+        result = apply(model, session, dry_run=True, lower_enabled=LOWER)
+    return [(op.name, op.describe()) for op in result.plan.operations if op.name in alone]
 
 
 def apply_here(model: Model, names: list[str] | None, *, dry_run: bool,
-               run_dir: str, hooks: Any) -> Any:
-    """Apply ``model`` (only ``names`` and what they need, when given) under the
-    apply lock, without waiting for it; revert on failure (apply() does).
-    ``hooks``: netcfg.apply.hooks.HookSettings (the if-*.d scripts, the record
-    of what was brought up, shared with `netcfg apply` and netcfgd)."""
+               run_dir: str, hooks: Any, excluded: Sequence[str] = ()) -> Any:
+    """Apply ``model`` (only ``names`` and what they need, when given; never
+    what ``excluded``'s patterns match, unless needed) under the apply lock,
+    without waiting for it; revert on failure (apply() does). ``hooks``:
+    netcfg.apply.hooks.HookSettings (the if-*.d scripts, the record of what
+    was brought up, shared with `netcfg apply` and netcfgd)."""
     from netcfg.apply.execute import apply
     from netcfg.apply.lock import apply_lock
     from netcfg.kernel.session import KernelSession
 
     with KernelSession() as session, apply_lock(run_dir, wait=False):
-        return apply(model, session, dry_run=dry_run, selection=selection_of(names),
+        return apply(model, session, dry_run=dry_run, selection=selection_of(names, excluded),
                      hooks=hooks, lower_enabled=LOWER)
 
 
@@ -264,17 +311,19 @@ def apply_model_through_daemon(daemon: Any, model: Model, names: list[str] | Non
                       confirm=None)
 
 
-def verdicts(ifile: InterfacesFile, names: list[str]) -> tuple[Verdicts, list[str]]:
-    """What differs between the file (``names`` and what they need) and the
-    kernel, as verdicts per interface and line, and `netcfg query --check`'s
-    lines for the same drift (for the stderr of `ifquery -c`)."""
+def verdicts(ifile: InterfacesFile, names: list[str],
+             excluded: Sequence[str] = ()) -> tuple[Verdicts, list[str]]:
+    """What differs between the file (``names`` and what they need, less
+    what `-X` ``excluded`` leaves alone) and the kernel, as verdicts per
+    interface and line, and `netcfg query --check`'s lines for the same
+    drift (for the stderr of `ifquery -c`)."""
     from netcfg.apply.execute import apply
     from netcfg.kernel.session import KernelSession
     from netcfg.plan.drift import explain
 
     model = brought_up(ifile.model, names)   # named: checked as `ifup NAME` leaves them
     with KernelSession() as session:
-        result = apply(model, session, dry_run=True, selection=selection_of(names),
+        result = apply(model, session, dry_run=True, selection=selection_of(names, excluded),
                        lower_enabled=LOWER)
     out = Verdicts()
     lines = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from typing import Sequence
 
 COMMANDS = ("ifup", "ifdown", "ifreload", "ifquery")
@@ -46,7 +47,8 @@ def _common(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("-w", "--with-depends", action="store_true",
                    help="also the interfaces the given ones depend on (netcfg always does)")
     p.add_argument("-X", "--exclude", dest="excludes", action="append", default=[],
-                   metavar="PATTERN", help="leave out interfaces matching PATTERN (a regex)")
+                   metavar="PATTERN",
+                   help="leave interfaces matching PATTERN (a regex) as they are")
     p.add_argument("-i", "--interfaces", default=interfaces_file(), metavar="FILE",
                    help=f"the interfaces file (default ${INTERFACES_ENV} or "
                         f"{DEFAULT_INTERFACES}; - for stdin)")
@@ -99,7 +101,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                        help="only what changed (netcfg always does)")
         p.add_argument("-w", "--with-depends", action="store_true", help=argparse.SUPPRESS)
         p.add_argument("-X", "--exclude", dest="excludes", action="append", default=[],
-                       metavar="PATTERN", help=argparse.SUPPRESS)
+                       metavar="PATTERN",
+                       help="leave interfaces matching PATTERN (a regex) as they are")
         p.add_argument("-V", "--version", action="store_true", help="print the version")
         p.add_argument("-L", "--lock", metavar="FILE", help=argparse.SUPPRESS)
         p.add_argument("--nldebug", action="store_true", help=argparse.SUPPRESS)
@@ -144,6 +147,11 @@ def parse_args(command: str, argv: Sequence[str]) -> argparse.Namespace:
     args.command = command
     if args.version:
         return args
+    for pattern in args.excludes:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise UsageError(f"{command}: -X {pattern}: not a regular expression: {e}") from None
     if command == "ifreload":
         if not (args.all or args.currently_up or args.classes or args.syntax_check):
             raise UsageError("ifreload: '-a', '-c' or '--allow' is required")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Callable, Collection
@@ -94,13 +95,17 @@ def _daemon():
 def _present(args: argparse.Namespace, ifile: InterfacesFile, model,
              names: list[str] | None):
     """``model`` less the physical ports this host lacks (actions.without_absent_ports),
-    each said: (model, names, how many are errors, whether any was left out)."""
+    each said (not those -X leaves alone): (model, names, how many are
+    errors, whether any was left out)."""
     whole = model
     model, absent = actions.without_absent_ports(model, ifile.hotplug_only())
-    if names is not None:   # only what the named interfaces reach is said
-        reach = actions.reach(whole, names)
-        absent = actions.Absent(*([o for o in group if o.key in reach]
-                                  for group in (absent.hotplug, absent.ports, absent.missing)))
+    excluded = set(actions.excluded_declared(whole, args.excludes)) - \
+        set(actions.excluded_but_needed(whole, names, args.excludes))
+    reach = actions.reach(whole, names) if names is not None else None
+    # Only what the named interfaces reach is said, and not what -X leaves alone.
+    absent = actions.Absent(*([o for o in group if (reach is None or o.key in reach)
+                               and o.name not in excluded]
+                              for group in (absent.hotplug, absent.ports, absent.missing)))
     for obj in absent.hotplug:
         actions.say(args, f"info: {obj.name}: allow-hotplug and no such device: skipped "
                           f"(ifup@{obj.name}.service brings it up when it appears)")
@@ -126,6 +131,10 @@ def _change(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[
     model, names, errors, reduced = _present(args, ifile, model, names)
     if wanted and not names:
         return 1 if errors else 0          # all of them absent: nothing to do
+    for name, users in actions.excluded_but_needed(model, names, args.excludes).items():
+        by = f" by {', '.join(users)}" if users else ""
+        print(f"warning: {name}: excluded (-X) but needed{by}, which is not excluded: "
+              f"configured with it, as ifupdown2 does", file=sys.stderr)
     model_is_file = model_is_file and not reduced
     code = _apply(args, ifile, model, names, model_is_file=model_is_file, run_dir=run_dir())
     return code or (1 if errors else 0)
@@ -158,6 +167,8 @@ def _apply(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[s
            *, model_is_file: bool, run_dir: str) -> int:
     dry_run = bool(getattr(args, "no_act", False))
     daemon = _daemon()
+    if daemon is not None and args.excludes:
+        _refuse_excluded_with_daemon(args, model, names)
     if daemon is not None:
         if model_is_file:
             answer = actions.apply_through_daemon(daemon, args.interfaces, names,
@@ -174,7 +185,7 @@ def _apply(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[s
                           f"{summary['batches']} batches")
         return 0
     result = actions.apply_here(model, names, dry_run=dry_run, run_dir=run_dir,
-                                hooks=_hook_settings(args, ifile))
+                                hooks=_hook_settings(args, ifile), excluded=args.excludes)
     if dry_run:
         print(result.plan.to_text(), end="")
         return 0
@@ -184,6 +195,28 @@ def _apply(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[s
                       f"{summary['batches']} batches, {summary['requests']} netlink requests, "
                       f"verified")
     return 0
+
+
+def _refuse_excluded_with_daemon(args: argparse.Namespace, model,
+                                 names: list[str] | None) -> None:
+    """netcfgd applies and then enforces the whole file (model) it is sent:
+    it cannot leave an interface `-X` excludes alone. When its apply would
+    change one (the dry run says what), the command is refused, nothing
+    changed, rather than the exclusion ignored; when it would not (`ifdown
+    -a -X '^lo$'` at `systemctl stop networking`: lo as the file has it),
+    the change goes through the daemon."""
+    changes = actions.excluded_changes(model, names, args.excludes)
+    if changes:
+        done = "; ".join(line for _, line in changes[:5]) + ("; ..." if len(changes) > 5 else "")
+        raise NetcfgError(
+            f"{changes[0][0]}: -X {' -X '.join(args.excludes)}: netcfgd runs and applies the "
+            f"whole file, so it cannot leave what -X matches alone; it would do: {done}. "
+            f"Nothing was changed: take the stanza out of the file, or stop netcfgd "
+            f"(systemctl disable --now netcfgd) for ifupdown2's behaviour")
+
+
+def _not_excluded(args: argparse.Namespace, names: list[str]) -> list[str]:
+    return [n for n in names if not any(re.search(p, n) for p in args.excludes)]
 
 
 def cmd_ifup(args: argparse.Namespace, state: State) -> int:
@@ -197,17 +230,19 @@ def cmd_ifup(args: argparse.Namespace, state: State) -> int:
     if not names and not args.all:
         actions.say(args, "info: no interface to bring up")
         return 0
-    whole = args.all and not args.excludes
-    if whole:
+    if args.all:
         # ifupdown2's `ifup -a` configures the auto stanzas only: one without
         # `auto` (nor allow-hotplug) keeps whatever state it has, and `ifup
         # NAME` brings it up. netcfg's compile marks both kinds of line auto.
+        # What -X matches is left as it is (Selection.excluded), unless what
+        # is brought up needs it.
         up = [o.name for o in ifile.model.interfaces.values() if o.auto and not o.implicit]
         alone = actions.left_alone(ifile.model, up)
-        if alone and up:
+        if alone and _not_excluded(args, up):
             actions.say(args, f"info: no auto line: left alone: {', '.join(alone)}")
-            return _change(args, ifile, ifile.model, list(dict.fromkeys(up)))
-        if alone:
+            return _change(args, ifile, ifile.model,
+                           list(dict.fromkeys(_not_excluded(args, up))))
+        if alone or (up and not _not_excluded(args, up)):
             actions.say(args, "info: no interface to bring up")
             return 0
         return _change(args, ifile, ifile.model, None)
@@ -240,15 +275,17 @@ def cmd_ifreload(args: argparse.Namespace, state: State) -> int:
     if args.syntax_check:
         return 0
     _need_root()
+    kept = _not_excluded(args, kept)
     if kept:
         actions.say(args, f"info: no auto line, up now: kept up: {', '.join(kept)}")
     if args.all:
         return _change(args, ifile, model, None, model_is_file=model is ifile.model)
     if args.currently_up:
-        names = [n for n in ifile.names() if _is_up(n)]
+        names = _not_excluded(args, [n for n in ifile.names() if _is_up(n)])
     else:
         # As `ifup --allow=CLASS`: the class's interfaces brought up, auto or not.
-        names = select(ifile, everything=False, names=(), classes=args.classes, excludes=())
+        names = select(ifile, everything=False, names=(), classes=args.classes,
+                       excludes=args.excludes)
         model = actions.brought_up(model, names)
     if not names:
         return 0
@@ -290,7 +327,7 @@ def cmd_ifquery(args: argparse.Namespace, state: State) -> int:
     drift: list[str] = []
     if args.check:
         _need_root()
-        verdicts, drift = actions.verdicts(ifile, names)
+        verdicts, drift = actions.verdicts(ifile, names, args.excludes)
     if args.format == "json":
         print(query.as_json(ifile, names, verdicts))
     else:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping
 
 from netcfg.kinds import registry
-from netcfg.kinds.base import LOWER, PEER
+from netcfg.kinds.base import LOWER, PEER, PORT, REQUIRES, SLAVE
 from netcfg.kinds.veth import PEER_NAME, PEER_NETNS
 from netcfg.model.errors import (EXIT_INVALID_CONFIG, NetcfgError, UsageError, did_you_mean,
                                  quote)
@@ -85,9 +85,14 @@ class Selection:
     # Namespaces whose objects this run must not change though the selection
     # reaches them (netcfgd: those with `policy report`).
     frozen: tuple[str, ...] = ()
+    # Regular expressions searched in interface names (ifupdown2's `-X`):
+    # interfaces that match are neither compared nor changed, in any
+    # namespace, unless one that is applied needs them (left_alone()). With
+    # no interfaces nor namespaces, the rest of the config is selected.
+    excluded: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.interfaces or self.namespaces)
+        return bool(self.interfaces or self.namespaces or self.excluded)
 
     def keys(self, target: Model, current: Model) -> set[Key]:
         known = target.interfaces.keys() | current.interfaces.keys()
@@ -103,8 +108,29 @@ class Selection:
                 where = f" in netns {', '.join(self.namespaces)}" if self.namespaces else ""
                 raise UsageError(f"no interface {quote(name)}{where} in the config or made by "
                                  f"netcfg" + did_you_mean(name, {k[1] for k in known}))
-        reached = connected(picked, (target, current))
+        alone = self.left_alone(target, current, picked)
+        reached = connected(picked - alone, (target, current), avoid=alone)
         return {k for k in reached if k[0] not in self.frozen} if self.frozen else reached
+
+    def matches(self, target: Model, current: Model) -> set[Key]:
+        """Keys of ``target`` and ``current`` whose name an ``excluded`` pattern matches."""
+        patterns = [re.compile(p) for p in self.excluded]
+        return {k for k in target.interfaces.keys() | current.interfaces.keys()
+                if any(p.search(k[1]) for p in patterns)}
+
+    def left_alone(self, target: Model, current: Model,
+                   picked: Collection[Key] | None = None) -> set[Key]:
+        """The excluded keys (matches()) that no applied interface of
+        ``picked`` (default: every declared one) needs, through the
+        interfaces it needs: as ifupdown2 keeps an excluded interface that
+        is a dependency of one it brings up (a port of its bridge, the
+        lower device of its VLAN), and drops one only an excluded
+        interface needs (needed_excluded() names the kept ones)."""
+        if not self.excluded:
+            return set()
+        out = self.matches(target, current)
+        return out - needed_excluded(target, out, target.interfaces.keys()
+                                     if picked is None else picked)
 
     def cut(self, model: Model, keys: set[Key]) -> Model:
         namespaces = {k[0] for k in keys} | set(self.namespaces)
@@ -125,7 +151,29 @@ def references(obj: ConfigObject, roles: Collection[str] | None = None) -> list[
             if r.section == IFACE and (roles is None or r.role in roles)]
 
 
-def connected(keys: set[Key], models: Iterable[Model]) -> set[Key]:
+# What an interface needs to be up: its lower device, ports, slaves, veth
+# peer, what ifupdown-ng's `requires` names.
+NEEDS = (LOWER, PEER, PORT, SLAVE, REQUIRES)
+
+
+def needed_excluded(target: Model, excluded: set[Key], picked: Iterable[Key]) -> set[Key]:
+    """Those of ``excluded`` that an interface of ``picked`` not excluded
+    needs (NEEDS), directly or through what it needs."""
+    todo = [k for k in picked if k not in excluded]
+    seen, needed = set(todo), set()
+    while todo:
+        obj = target.interfaces.get(todo.pop())
+        for ref in references(obj, NEEDS) if obj is not None else ():
+            if ref in excluded:
+                needed.add(ref)
+            if ref not in seen:
+                seen.add(ref)
+                todo.append(ref)
+    return needed
+
+
+def connected(keys: set[Key], models: Iterable[Model], avoid: Collection[Key] = ()) -> set[Key]:
+    """``keys`` and what they are connected to, transitively; never into ``avoid``."""
     models = list(models)
     out, todo = set(keys), list(keys)
     while todo:
@@ -136,7 +184,7 @@ def connected(keys: set[Key], models: Iterable[Model]) -> set[Key]:
             if key in model.masters:
                 near.append(model.masters[key])
             for other in near:
-                if other not in out:
+                if other not in out and other not in avoid:
                     out.add(other)
                     todo.append(other)
     return out
