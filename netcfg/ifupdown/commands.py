@@ -131,13 +131,19 @@ def _change(args: argparse.Namespace, ifile: InterfacesFile, model, names: list[
     model, names, errors, reduced = _present(args, ifile, model, names)
     if wanted and not names:
         return 1 if errors else 0          # all of them absent: nothing to do
-    for name, users in actions.excluded_but_needed(model, names, args.excludes).items():
-        by = f" by {', '.join(users)}" if users else ""
-        print(f"warning: {name}: excluded (-X) but needed{by}, which is not excluded: "
-              f"configured with it, as ifupdown2 does", file=sys.stderr)
+    if args.command != "ifdown":
+        _say_needed(actions.excluded_but_needed(model, names, args.excludes),
+                    "configured with it")
     model_is_file = model_is_file and not reduced
     code = _apply(args, ifile, model, names, model_is_file=model_is_file, run_dir=run_dir())
     return code or (1 if errors else 0)
+
+
+def _say_needed(needed: dict[str, list[str]], done: str) -> None:
+    for name, users in needed.items():
+        by = f" by {', '.join(users)}" if users else ""
+        print(f"warning: {name}: excluded (-X) but needed{by}, which is not excluded: "
+              f"{done}, as ifupdown2 does", file=sys.stderr)
 
 
 def _hook_settings(args: argparse.Namespace, ifile: InterfacesFile):
@@ -209,7 +215,8 @@ def _refuse_excluded_with_daemon(args: argparse.Namespace, model,
     if changes:
         done = "; ".join(line for _, line in changes[:5]) + ("; ..." if len(changes) > 5 else "")
         raise NetcfgError(
-            f"{changes[0][0]}: -X {' -X '.join(args.excludes)}: netcfgd runs and applies the "
+            f"{changes[0][0]}: -X {' -X '.join(getattr(args, 'patterns', args.excludes))}: "
+            f"netcfgd runs and applies the "
             f"whole file, so it cannot leave what -X matches alone; it would do: {done}. "
             f"Nothing was changed: take the stanza out of the file, or stop netcfgd "
             f"(systemctl disable --now netcfgd) for ifupdown2's behaviour")
@@ -259,6 +266,17 @@ def cmd_ifdown(args: argparse.Namespace, state: State) -> int:
         select(ifile, everything=False, names=ifile.names(), classes=(), excludes=args.excludes)
     if not names:
         return 0
+    if args.excludes:
+        # As ifupdown2 takes down an excluded interface that one it takes
+        # down depends on (a port of its bridge, its VLAN's lower device):
+        # with it; the rest that -X matches is left alone, by name (what
+        # ifdown reaches is what the file declares).
+        needed = actions.excluded_but_needed(ifile.model, names, args.excludes)
+        _say_needed(needed, "taken down with it")
+        alone = [n for n in actions.excluded_declared(ifile.model, args.excludes)
+                 if n not in needed]
+        names = [*names, *needed]
+        args.patterns, args.excludes = args.excludes, [f"^{re.escape(n)}$" for n in alone]
     model = actions.downed(ifile.model, names)
     return _change(args, ifile, model, names, model_is_file=False)
 

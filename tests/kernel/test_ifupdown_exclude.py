@@ -146,6 +146,22 @@ def test_excluded_port_of_a_bridge_brought_up_is_configured_with_a_warning(host,
     assert "Traceback" not in err
 
 
+def test_ifdown_a_x_takes_down_an_excluded_port_of_a_bridge_it_deletes(host, capsys):
+    """As ifupdown2 takes down a dependency of what it takes down: vmbr0
+    deleted, its excluded port eth1 taken down with it (said); eth0 too."""
+    bridge = "\nauto vmbr0\niface vmbr0 inet static\n    address 203.0.113.1/24\n" \
+             "    bridge-ports eth1\n"
+    host(config(extra=bridge))
+    assert main(["ifup", "-a"]) == 0
+    assert link("eth1")["master"] == "vmbr0"
+    capsys.readouterr()
+    assert main(["ifdown", "-a", "-X", "eth1"]) == 0
+    assert "warning: eth1: excluded (-X) but needed by vmbr0, which is not excluded: taken " \
+           "down with it" in capsys.readouterr().err
+    assert link("vmbr0") is None and not up("eth0")
+    assert not up("eth1") and addresses("eth1") == []
+
+
 def test_bad_pattern_is_a_usage_error(host, capsys):
     host(config())
     assert main(["ifreload", "-a", "-X", "eth[1"]) == 90
