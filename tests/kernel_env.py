@@ -114,6 +114,50 @@ def _ip_json(*args: str):
     return json.loads(out) if out.strip() else []
 
 
+def link_of(name: str) -> dict | None:
+    """`ip -j link show dev NAME` parsed; None when there is no such device."""
+    found = subprocess.run(["ip", "-j", "link", "show", "dev", name], capture_output=True,
+                           text=True)
+    return json.loads(found.stdout)[0] if found.returncode == 0 else None
+
+
+def global_addresses(name: str) -> list[str]:
+    """NAME's global-scope addresses as ADDRESS/PREFIX, sorted (the kernel's
+    link-local ones left out)."""
+    return sorted(f"{a['local']}/{a['prefixlen']}" for li in _ip_json("addr", "show", "dev", name)
+                  for a in li.get("addr_info", ()) if a.get("scope") == "global")
+
+
+def add_nic_standins(names) -> None:
+    """A veth pair for each name standing in for a NIC: NAME down and
+    unconfigured, as nobody configured it; its peer NAME-peer up, so NAME
+    has carrier once it comes up."""
+    for name in names:
+        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
+                        f"{name}-peer"], check=True)
+        subprocess.run(["ip", "link", "set", f"{name}-peer", "up"], check=True)
+
+
+def ifupdown_dirs(tmp_path: Path, monkeypatch) -> None:
+    """The ifupdown commands' state dir and an empty network dir (no if-*.d
+    scripts) in tmp_path, not the host's."""
+    monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("NETCFG_NETWORK_DIR", str(tmp_path / "network"))
+
+
+# The first lines of a script that runs Debian's ifupdown2 as a peer, in the
+# network and mount namespaces `unshare --net --mount --propagation private`
+# gave it: /sys of its own namespace's devices (else ifupdown2's sysfs writes
+# reach the host's devices of the same name), its state dirs on tmpfs.
+IFUPDOWN2_SANDBOX = """\
+set -u
+mount --make-rprivate /
+mount -t sysfs none /sys
+for d in /run /var/tmp; do mount -t tmpfs -o mode=0755 peer $d; done
+mkdir -p /run/network /var/tmp/network
+"""
+
+
 def link_details(dev: str) -> dict:
     """`ip -d -j link show dev DEV` parsed: the device, with its linkinfo
     (info_data, and info_slave_data for a port)."""

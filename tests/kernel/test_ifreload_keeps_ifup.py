@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kernel_env import (add_nic_standins, global_addresses as addresses, IFUPDOWN2_SANDBOX,
+                       ifupdown_dirs, link_of as link)
 from test_netcfgd import ip_json
 
 from netcfg.cli.main import main as netcfg
@@ -41,19 +43,8 @@ DROPPED = "\nauto vmbr9\niface vmbr9 inet static\n    address 203.0.113.1/24\n" 
           "    bridge-ports none\n"
 
 
-def link(name: str) -> dict | None:
-    found = subprocess.run(["ip", "-j", "link", "show", "dev", name], capture_output=True,
-                           text=True)
-    return json.loads(found.stdout)[0] if found.returncode == 0 else None
-
-
 def up(name: str) -> bool:
     return "UP" in link(name)["flags"]
-
-
-def addresses(name: str) -> list[str]:
-    return sorted(f"{a['local']}/{a['prefixlen']}" for li in ip_json("addr", "show", "dev", name)
-                  for a in li.get("addr_info", ()) if a.get("scope") == "global")
 
 
 def gateways(name: str) -> list[str]:
@@ -67,12 +58,8 @@ def host(session, tmp_path, monkeypatch):
     """eth0 and eth1 veth stand-ins for NICs (down, as nobody configured
     them); the commands' state dir and an empty network dir in tmp_path.
     Yields the interfaces file, with a bridge (vmbr9) the reloads below drop."""
-    monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("NETCFG_NETWORK_DIR", str(tmp_path / "network"))   # no if-*.d scripts
-    for name in ("eth0", "eth1"):
-        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
-                        f"{name}-peer"], check=True)
-        subprocess.run(["ip", "link", "set", f"{name}-peer", "up"], check=True)
+    ifupdown_dirs(tmp_path, monkeypatch)
+    add_nic_standins(("eth0", "eth1"))
     path = tmp_path / "interfaces"
     path.write_text(BASE + DROPPED)
     monkeypatch.setenv("NETCFG_INTERFACES", str(path))
@@ -214,12 +201,7 @@ def test_through_netcfgd_the_reload_keeps_it_up_and_the_daemon_too(host, tmp_pat
         remove_what_netcfg_made(netns_dir)
 
 
-IFUPDOWN2_RUN = """\
-set -u
-mount --make-rprivate /
-mount -t sysfs none /sys
-for d in /run /var/tmp; do mount -t tmpfs -o mode=0755 peer $d; done
-mkdir -p /run/network /var/tmp/network
+IFUPDOWN2_RUN = IFUPDOWN2_SANDBOX + """\
 cp "$1" "$3"
 mount --bind "$3" /etc/network/interfaces
 ip link set lo up

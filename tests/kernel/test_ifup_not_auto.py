@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kernel_env import IFUPDOWN2_SANDBOX
 from test_netcfgd import ip_json
 
 from netcfg.apply.execute import apply
@@ -90,12 +91,7 @@ def test_show_of_eth0_brought_up_applies_with_no_request(eth0, session, tmp_path
     assert again.verified and again.requests == 0
 
 
-IFUPDOWN2_RUN = """\
-set -u
-mount --make-rprivate /
-mount -t sysfs none /sys
-for d in /run /var/tmp; do mount -t tmpfs -o mode=0755 peer $d; done
-mkdir -p /run/network /var/tmp/network
+IFUPDOWN2_RUN = IFUPDOWN2_SANDBOX + """\
 ip link set lo up
 ip link add eth0 type veth peer name eth0-peer; ip link set eth0-peer up
 for step in "-a" "eth0"; do

@@ -8,11 +8,11 @@ does not report them. As ifupdown2 (ifupdownmain.py `_iface_whitelisted`,
 
 from __future__ import annotations
 
-import json
 import subprocess
 
 import pytest
-from test_netcfgd import ip_json
+from kernel_env import (add_nic_standins, global_addresses as addresses, ifupdown_dirs, link_of as
+                       link)
 
 from netcfg.ifupdown.main import main
 
@@ -34,31 +34,16 @@ iface eth1 inet static
 {extra}"""
 
 
-def link(name: str) -> dict | None:
-    found = subprocess.run(["ip", "-j", "link", "show", "dev", name], capture_output=True,
-                           text=True)
-    return json.loads(found.stdout)[0] if found.returncode == 0 else None
-
-
 def up(name: str) -> bool:
     return "UP" in link(name)["flags"]
-
-
-def addresses(name: str) -> list[str]:
-    return sorted(f"{a['local']}/{a['prefixlen']}" for li in ip_json("addr", "show", "dev", name)
-                  for a in li.get("addr_info", ()) if a.get("scope") == "global")
 
 
 @pytest.fixture
 def host(session, tmp_path, monkeypatch):
     """eth0 and eth1 veth stand-ins for NICs (down, unconfigured); a writer
     of the interfaces file whose eth1 `up` line touches a marker file."""
-    monkeypatch.setenv("NETCFG_IFUPDOWN_STATE_DIR", str(tmp_path / "state"))
-    monkeypatch.setenv("NETCFG_NETWORK_DIR", str(tmp_path / "network"))   # no if-*.d scripts
-    for name in ("eth0", "eth1"):
-        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name",
-                        f"{name}-peer"], check=True)
-        subprocess.run(["ip", "link", "set", f"{name}-peer", "up"], check=True)
+    ifupdown_dirs(tmp_path, monkeypatch)
+    add_nic_standins(("eth0", "eth1"))
     path, marker = tmp_path / "interfaces", tmp_path / "eth1-up-ran"
     monkeypatch.setenv("NETCFG_INTERFACES", str(path))
 

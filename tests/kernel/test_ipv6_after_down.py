@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kernel_env import global_addresses as addresses, IFUPDOWN2_SANDBOX
 from test_netcfgd import ip_json
 
 from netcfg.apply.execute import apply
@@ -40,11 +41,6 @@ iface eth0 inet static
 
 def flags(name: str) -> list[str]:
     return ip_json("link", "show", "dev", name)[0]["flags"]
-
-
-def addresses(name: str) -> list[str]:
-    return sorted(f"{a['local']}/{a['prefixlen']}" for li in ip_json("addr", "show", "dev", name)
-                  for a in li.get("addr_info", ()) if a.get("scope") == "global")
 
 
 def default_routes() -> list[dict]:
@@ -99,12 +95,7 @@ def test_link_down_yes_on_an_up_device_keeps_its_ipv6_address(eth0, session, tmp
     assert netcfg(["query", "--check", "-c", str(path)]) == 0
 
 
-IFUPDOWN2_RUN = """\
-set -u
-mount --make-rprivate /
-mount -t sysfs none /sys
-for d in /run /var/tmp; do mount -t tmpfs -o mode=0755 peer $d; done
-mkdir -p /run/network /var/tmp/network
+IFUPDOWN2_RUN = IFUPDOWN2_SANDBOX + """\
 mount --bind "$1" /etc/network/interfaces
 ip link set lo up
 ip link add eth0 type veth peer name eth0-peer; ip link set eth0-peer up
