@@ -11,8 +11,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from kernel_env import (add_nic_standins, global_addresses as addresses, ifupdown_dirs, link_of as
-                       link)
+from kernel_env import add_nic_standins, ifupdown_dirs
+from kernel_env import global_addresses as addresses
+from kernel_env import link_of as link
 
 from netcfg.ifupdown.main import main
 
