@@ -80,7 +80,8 @@ def hook_timeout_from_env() -> float:
 
 @dataclass
 class Hold:
-    """Why a pass leaves an interface down and its hooks alone, and till when."""
+    """Why a pass leaves an interface down (or part of it, or all of it, as
+    the kernel has it) and its hooks alone, and till when."""
 
     why: str
     until: float | None = None        # monotonic; None: until a reload or an apply
@@ -88,6 +89,10 @@ class Hold:
     # A wireguard device held for its key file stays up with the keys it
     # has (the tunnel works on): only its keys are left alone.
     keys_only: bool = False
+    # An interface the config makes from kernel state that is missing now
+    # (a tunnel whose tunnel-local-dev has no address): left exactly as the
+    # kernel has it, or not made when it does not exist (unresolved()).
+    as_is: bool = False
 
 
 @dataclass
@@ -95,7 +100,8 @@ class InterfaceHooks:
     """The imperative lines of netcfgd's passes (netcfg.apply.hooks.Deferred):
     run by a HookWorker beside the loop, their ends reaped by ``poll()``;
     interfaces held down while their pre-up runs or after it failed (retried
-    with backoff), or after a repair loop; what failed, for status."""
+    with backoff), or after a repair loop; those left as the kernel has them
+    (unresolved()); what failed, for status."""
 
     gates: ClassVar[bool] = True     # netcfg.apply.hooks.Deferred: a pass's pre-up gates
 
@@ -113,6 +119,9 @@ class InterfaceHooks:
     _pre_up_ok: dict[Key, str] = field(default_factory=dict)
     _repairs: dict[Key, list[float]] = field(default_factory=dict)
     _ended_at: dict[Key, float] = field(default_factory=dict)
+    # unresolved(): failures in a row and the last reason, kept across the
+    # holds' ends (the backoff grows, the same reason is logged once).
+    _unresolved: dict[Key, tuple[int, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.worker = HookWorker(self.netns_dir, self.timeout_s, clock=self.clock)
@@ -209,9 +218,37 @@ class InterfaceHooks:
             self.log.error(f"{_label(key)}: keys left as they are: {why}",
                            extra={"NETCFG_NETNS": key[0]})
 
+    def unresolved(self, key: Key, why: str) -> None:
+        """What the config makes ``key`` from is missing in the kernel now (a
+        tunnel whose tunnel-local-dev device has no address: a lost DHCP
+        lease, a link flap). A pass leaves it exactly as the kernel has it: an
+        existing one is neither re-created nor downed (it works on with the
+        local address it has), a missing one is not made. Tried again with
+        the pre-up backoff; the rest of its namespace is repaired meanwhile
+        (the CLI refuses the whole apply instead). Logged once per reason."""
+        failures, said = self._unresolved.get(key, (0, ""))
+        failures += 1
+        delay = min(PRE_UP_RETRY_FIRST_S * 2 ** (failures - 1), PRE_UP_RETRY_MAX_S)
+        self._unresolved[key] = (failures, why)
+        self.held[key] = Hold(why, self.clock() + delay, failures, as_is=True)
+        if why != said:
+            self._problem(key, why)
+            self.log.error(f"{_label(key)}: left as it is: {why}",
+                           extra={"NETCFG_NETNS": key[0]})
+
+    def resolved(self, held: frozenset) -> None:
+        """A pass got through with ``held`` held: what unresolved() held and
+        is not among them any more was read from the kernel, and applied."""
+        for key in [k for k in self._unresolved if k not in held]:
+            failures, _why = self._unresolved.pop(key)
+            self.problems.pop(key, None)
+            self.log.info(f"{_label(key)}: resolved after {failures} failures, applied",
+                          extra={"NETCFG_NETNS": key[0]})
+
     def load(self) -> None:
         """A new config: holds and loop counts start again (it may fix the hook)."""
         self.held = {k: h for k, h in self.held.items() if k in self._pre_up}
+        self._unresolved.clear()
         self._repairs.clear()
         self._pre_up_failed.clear()
         self.problems.clear()
@@ -225,7 +262,8 @@ class InterfaceHooks:
         for key, hold in sorted(self.held.items()):
             if key[0] == netns:
                 retry = "" if hold.until is None else f", retry in {max(0, hold.until - now):.1f} s"
-                held = "keys left as they are" if hold.keys_only else "held down"
+                held = ("keys left as they are" if hold.keys_only else
+                        "left as it is" if hold.as_is else "held down")
                 out.append(f"{key[1]}: {held}: {hold.why}{retry}")
         for key, lines in sorted(self.problems.items()):
             if key[0] == netns:

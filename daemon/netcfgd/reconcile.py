@@ -27,10 +27,12 @@ from typing import Any, Callable, Iterable
 
 from netcfg.apply.execute import ApplyResult, apply
 from netcfg.apply.hooks import HookSettings, PreUpDue
+from netcfg.apply.tunnel_local import LocalDeviceUnresolved
 from netcfg.apply.wireguard import KeyFileError
 from netcfg.kernel.ns import NetnsError
 from netcfg.kernel.read import KERNEL_ROUTE_PROTOCOLS
 from netcfg.kernel.session import KernelSession
+from netcfg.kinds.base import LOWER
 from netcfg.kinds.wireguard import PRIVATE_KEY_FILE, PUBLIC_KEY
 from netcfg.model.errors import NetcfgError
 from netcfg.model.model import ROOT_NETNS, Model
@@ -38,7 +40,7 @@ from netcfg.model.tags import RTPROT_NETCFG
 from netcfg.plan import hooks as hook_plan
 from netcfg.plan.lower.lowering import lower
 from netcfg.plan.ops import LINK_SET, NETNS_ADD, NETNS_DEL
-from netcfg.plan.scope import Selection
+from netcfg.plan.scope import Selection, references
 
 from netcfgd.hooks import InterfaceHooks, NamespaceHooks
 from netcfgd.watch import NsidMap
@@ -375,8 +377,18 @@ class Reconciler:
         assert self.desired is not None and self.lowered is not None
         writing = self.lock is not None and not dry_run
         if dry_run:
-            return apply(self.desired, self.session, selection=selection, lowered=self.lowered,
-                         narrow=True, dry_run=True, hooks=self.hook_settings)
+            while True:
+                # What is left as it is (unresolved) is not drift: its hold says why.
+                held = frozenset(k for k, h in self.interface_hooks.held.items() if h.as_is)
+                try:
+                    outcome = apply(self.desired, self.session, selection=selection,
+                                    lowered=self._held_down(held), narrow=True, dry_run=True,
+                                    hooks=self.hook_settings)
+                except LocalDeviceUnresolved as e:
+                    self._unresolved(e, held)
+                    continue
+                self.interface_hooks.resolved(held)
+                return outcome
         attempts = 0
         while attempts < 3:     # a key file held is no attempt: each holds one more device
             settings = dataclasses.replace(self.hook_settings or HookSettings(),
@@ -384,9 +396,14 @@ class Reconciler:
                                            held=self.interface_hooks.held_keys())
             try:
                 with self.lock() if writing else contextlib.nullcontext():
-                    return apply(self.desired, self.session, selection=selection,
-                                 lowered=self._held_down(settings.held), narrow=True,
-                                 hooks=settings)
+                    outcome = apply(self.desired, self.session, selection=selection,
+                                    lowered=self._held_down(settings.held), narrow=True,
+                                    hooks=settings)
+                self.interface_hooks.resolved(settings.held)
+                return outcome
+            except LocalDeviceUnresolved as e:
+                # Nothing written: those tunnels are left as they are, the rest repaired.
+                self._unresolved(e, settings.held)
             except PreUpDue as due:
                 # Nothing written: plan again with them held down; the
                 # worker runs their pre-up, a later pass brings them up.
@@ -400,18 +417,58 @@ class Reconciler:
         raise NetcfgError("the interfaces' pre-up lines or key files kept changing under "
                           "the pass")
 
+    def _unresolved(self, error: LocalDeviceUnresolved, held: frozenset) -> None:
+        """Hold the tunnels ``error`` names as they are (InterfaceHooks.unresolved)."""
+        holds = self.interface_hooks.held
+        new = {k: why for k, why in error.tunnels.items()
+               if k not in held or not (k in holds and holds[k].as_is)}
+        if not new:
+            raise error     # held as it is, and unresolved all the same: not ours to loop on
+        for key, why in new.items():
+            self.interface_hooks.unresolved(key, why)
+
     def _held_down(self, held: frozenset) -> tuple[Model, Any]:
         """The lowered config with ``held`` interfaces `link-down yes`: a pass
         leaves them down (their pre-up runs, failed, or they loop: M1, M2);
-        a wireguard device held for its key file keeps its keys and stays up."""
+        a wireguard device held for its key file keeps its keys and stays up;
+        one held as it is (a tunnel whose tunnel-local-dev has no address)
+        is what the kernel has: its object as read now (the diff finds nothing
+        to do on it), or absent when the kernel has none (nothing to delete,
+        and not made). As read, rather than the config's without its local
+        address: any attribute that differs could re-create or down it. (A
+        Selection's frozen set is whole namespaces: the rest would not be
+        repaired either.)"""
         assert self.lowered is not None
         target, report = self.lowered
         held = [k for k in held if k in target.interfaces]
         if not held:
             return self.lowered
         interfaces = dict(target.interfaces)
+        masters = dict(target.masters)
         holds = self.interface_hooks.held
+        as_is = [k for k in held if k in holds and holds[k].as_is]
+        # Read only while something is held as it is: its namespaces, once per pass.
+        current = (self.session.read(sorted({k[0] for k in as_is}), desired=target)
+                   if as_is else Model())
+        gone = set()
+        for key in as_is:
+            if key in current.interfaces:
+                interfaces[key] = current.interfaces[key]
+            else:
+                gone.add(key)
+        # What stands on a device that is not there is not made either (a
+        # VLAN on the tunnel: the kernel took it away with its lower device).
+        uppers = gone
+        while uppers:
+            uppers = {k for k, o in interfaces.items() if k not in gone
+                      and any(r in gone for r in references(o, (LOWER,)))}
+            gone |= uppers
+        for key in gone:
+            del interfaces[key]
+            masters.pop(key, None)
         for key in held:
+            if key in as_is or key in gone:
+                continue
             obj = interfaces[key]
             # A wireguard device's keys left as the kernel has them (its key
             # file may be what it is held for); down unless only that.
@@ -419,7 +476,7 @@ class Reconciler:
             if not (key in holds and holds[key].keys_only):
                 attrs["link-down"] = True
             interfaces[key] = dataclasses.replace(obj, attrs=attrs)
-        return dataclasses.replace(target, interfaces=interfaces), report
+        return dataclasses.replace(target, interfaces=interfaces, masters=masters), report
 
     def _enforce(self, names: list[str], everything: bool, result: PassResult) -> None:
         try:
@@ -528,16 +585,19 @@ class Reconciler:
         """One line for STATUS= and the log."""
         failing = sum(1 for st in self.status.values() if st.error)
         drifted = sum(1 for st in self.status.values() if st.drift)
-        held = len(self.interface_hooks.held)
+        as_is = sum(1 for h in self.interface_hooks.held.values() if h.as_is)
+        held = len(self.interface_hooks.held) - as_is
         line = f"{len(self.status) - 1} namespaces, {self.objects()} objects"
         if failing:
             line += f"; {failing} failing"
         if held:
             line += f"; {held} interfaces held down by their hooks (netcfg status)"
+        if as_is:
+            line += f"; {as_is} interfaces left as they are (netcfg status)"
         if drifted:
             line += f"; {drifted} drifted (report)"
         # Stable between passes: STATUS= is sent only when this changes.
-        return line + ("" if failing or drifted or held else "; in sync")
+        return line + ("" if failing or drifted or held or as_is else "; in sync")
 
     def status_json(self) -> dict[str, Any]:
         now = time.monotonic()

@@ -18,7 +18,10 @@ tunnel is re-created with the new one (its local address is fixed at
 creation), where ifupdown-ng keeps the old until the next ifup.
 
 Nothing is written when DEV or its address is missing: the apply is refused
-at the line, as a config error.
+at the line, as a config error (LocalDeviceUnresolved, naming each such
+tunnel). netcfgd leaves those tunnels as the kernel has them instead (not
+made, not re-created, not downed), and repairs the rest
+(daemon/netcfgd/reconcile.py).
 """
 
 from __future__ import annotations
@@ -42,29 +45,45 @@ from netcfg.netlink.nlmsg import (IFA_ADDRESS, IFA_FLAGS, IFA_LOCAL, IFADDRMSG, 
 IFA_F_TEMPORARY = 0x01
 _FAMILIES = {4: socket.AF_INET, 6: socket.AF_INET6}
 
+Key = tuple[str, str]
+
+
+class LocalDeviceUnresolved(ConfigInvalid):
+    """tunnel-local-dev lines whose device or address is missing now; nothing
+    was written. ``tunnels``: each such tunnel's (netns, name) and its located
+    message. The CLI refuses the apply (exit 1); netcfgd leaves those tunnels
+    as the kernel has them and repairs the rest, as it does for a wireguard
+    device whose key file cannot be used (issue 23 M2)."""
+
+    def __init__(self, diagnostics: list[Diagnostic], tunnels: dict[Key, str]):
+        super().__init__(diagnostics)
+        self.tunnels = tunnels
+
 
 def resolve(model: Model, session: KernelSession) -> Model:
     """``model`` with each tunnel-local-dev replaced by the tunnel-local it
     means now (located at the tunnel-local-dev line). The caller's model is
-    not changed (netcfgd keeps it between passes). Raises ConfigInvalid,
-    with every such line that cannot be resolved, before anything is written."""
+    not changed (netcfgd keeps it between passes). Raises
+    LocalDeviceUnresolved, with every such line that cannot be resolved,
+    before anything is written."""
     tunnels = [o for o in model.interfaces.values() if LOCAL_DEV in o.attrs]
     if not tunnels:
         return model
     interfaces = dict(model.interfaces)
-    problems = []
+    problems: dict[Key, Diagnostic] = {}
     existing = session.existing_namespaces()
     for obj in tunnels:
         address, problem = _address_of_device(obj, session, existing)
         if problem:
-            problems.append(Diagnostic(obj.where(LOCAL_DEV), problem, LOCAL_DEV))
+            problems[obj.key] = Diagnostic(obj.where(LOCAL_DEV), problem, LOCAL_DEV)
             continue
         attrs = {a: v for a, v in obj.attrs.items() if a != LOCAL_DEV}
         attrs[LOCAL] = address
         interfaces[obj.key] = dataclasses.replace(
             obj, attrs=attrs, locs={**obj.locs, LOCAL: obj.where(LOCAL_DEV)})
     if problems:
-        raise ConfigInvalid(problems)
+        raise LocalDeviceUnresolved(list(problems.values()),
+                                    {k: d.format() for k, d in problems.items()})
     return dataclasses.replace(model, interfaces=interfaces)
 
 
