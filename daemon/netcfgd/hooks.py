@@ -119,9 +119,10 @@ class InterfaceHooks:
     _pre_up_ok: dict[Key, str] = field(default_factory=dict)
     _repairs: dict[Key, list[float]] = field(default_factory=dict)
     _ended_at: dict[Key, float] = field(default_factory=dict)
-    # unresolved(): failures in a row and the last reason, kept across the
-    # holds' ends (the backoff grows, the same reason is logged once).
-    _unresolved: dict[Key, tuple[int, str]] = field(default_factory=dict)
+    # key_file_failed() and unresolved(): failures in a row and the last
+    # reason, kept across the holds' ends (poll() drops a hold when its retry
+    # time comes): the backoff grows, the same reason is logged once.
+    _failures: dict[Key, tuple[int, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.worker = HookWorker(self.netns_dir, self.timeout_s, clock=self.clock)
@@ -207,16 +208,23 @@ class InterfaceHooks:
         not a key): its keys are left as the kernel has them (it stays up, the
         tunnel works on with them), tried again with the pre-up backoff; the
         rest of its namespace is repaired meanwhile (issue 23 M2: one missing
-        key file blocked every repair there)."""
-        old = self.held.get(key)
-        failures = (old.failures if old else 0) + 1
-        delay = min(PRE_UP_RETRY_FIRST_S * 2 ** (failures - 1), PRE_UP_RETRY_MAX_S)
+        key file blocked every repair there). Logged once per reason."""
+        failures, delay, new = self._failed_again(key, why)
         self.held[key] = Hold(f"its key file cannot be used: {why}", self.clock() + delay,
                               failures, keys_only=True)
-        if not old or not old.why.startswith("its key file"):
+        if new:
             self._problem(key, why)
             self.log.error(f"{_label(key)}: keys left as they are: {why}",
                            extra={"NETCFG_NETNS": key[0]})
+
+    def _failed_again(self, key: Key, why: str) -> tuple[int, float, bool]:
+        """One more failure of ``key`` in a row: the count, the delay before the
+        next try (the pre-up backoff), and whether ``why`` is a new reason."""
+        failures, said = self._failures.get(key, (0, ""))
+        failures += 1
+        self._failures[key] = (failures, why)
+        delay = min(PRE_UP_RETRY_FIRST_S * 2 ** (failures - 1), PRE_UP_RETRY_MAX_S)
+        return failures, delay, why != said
 
     def unresolved(self, key: Key, why: str) -> None:
         """What the config makes ``key`` from is missing in the kernel now (a
@@ -226,21 +234,20 @@ class InterfaceHooks:
         local address it has), a missing one is not made. Tried again with
         the pre-up backoff; the rest of its namespace is repaired meanwhile
         (the CLI refuses the whole apply instead). Logged once per reason."""
-        failures, said = self._unresolved.get(key, (0, ""))
-        failures += 1
-        delay = min(PRE_UP_RETRY_FIRST_S * 2 ** (failures - 1), PRE_UP_RETRY_MAX_S)
-        self._unresolved[key] = (failures, why)
+        failures, delay, new = self._failed_again(key, why)
         self.held[key] = Hold(why, self.clock() + delay, failures, as_is=True)
-        if why != said:
+        if new:
             self._problem(key, why)
             self.log.error(f"{_label(key)}: left as it is: {why}",
                            extra={"NETCFG_NETNS": key[0]})
 
     def resolved(self, held: frozenset) -> None:
-        """A pass got through with ``held`` held: what unresolved() held and
-        is not among them any more was read from the kernel, and applied."""
-        for key in [k for k in self._unresolved if k not in held]:
-            failures, _why = self._unresolved.pop(key)
+        """A pass got through with ``held`` held: what key_file_failed() or
+        unresolved() held and is not among them any more was read, and applied."""
+        # (A dry run holds only what is left as it is: a key file's hold it did
+        # not pass in is still in self.held, and not resolved by it.)
+        for key in [k for k in self._failures if k not in held and k not in self.held]:
+            failures, _why = self._failures.pop(key)
             self.problems.pop(key, None)
             self.log.info(f"{_label(key)}: resolved after {failures} failures, applied",
                           extra={"NETCFG_NETNS": key[0]})
@@ -248,7 +255,7 @@ class InterfaceHooks:
     def load(self) -> None:
         """A new config: holds and loop counts start again (it may fix the hook)."""
         self.held = {k: h for k, h in self.held.items() if k in self._pre_up}
-        self._unresolved.clear()
+        self._failures.clear()
         self._repairs.clear()
         self._pre_up_failed.clear()
         self.problems.clear()
