@@ -72,7 +72,6 @@ from netcfg.compile.values import format_route
 from netcfg.kernel.nl import NetlinkError
 from netcfg.model.errors import NetcfgError, UnknownDevice
 from netcfg.model.model import ConfigObject, Model
-from netcfg.netlink.nlmsg import RTM_GETADDR, getaddr_dump
 from netcfg.netlink.read_parse import parse_address
 from netcfg.plan import hooks as decide
 from netcfg.plan.addresses import HOOK_ADDED
@@ -675,12 +674,10 @@ def interface_addresses(session: Any, key: Key) -> frozenset[str]:
     found = set()
     try:
         index = session.ifindex(netns, name)
-        sock = session.socket(netns)
         for family in (socket.AF_INET, socket.AF_INET6):
-            # Read whole: a dump left half-read would answer the next request.
-            for _t, _f, payload in list(sock.dump(RTM_GETADDR, getaddr_dump(family, index))):
+            for payload in session.addresses_now(netns, index, family):
                 parsed = parse_address(payload)
-                if parsed is not None and parsed[0] == index:
+                if parsed is not None:
                     found.add(parsed[1])
     except (UnknownDevice, NetlinkError, OSError):
         return frozenset()     # gone (its namespace too): nothing of its is kept

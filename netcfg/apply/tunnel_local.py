@@ -27,18 +27,15 @@ made, not re-created, not downed), and repairs the rest
 from __future__ import annotations
 
 import dataclasses
-import errno
 import ipaddress
 import socket
 
-from netcfg.kernel.nl import NetlinkError, RtnlSocket
 from netcfg.kernel.session import KernelSession
 from netcfg.kinds.tunnel import LOCAL, LOCAL_DEV, MODE, MODES
 from netcfg.model.errors import ConfigInvalid, Diagnostic
 from netcfg.model.model import ConfigObject, Model
-from netcfg.netlink.nlmsg import (IFA_ADDRESS, IFA_FLAGS, IFA_LOCAL, IFADDRMSG, IFINFOMSG,
-                                  IFLA_IFNAME, RTM_GETADDR, RTM_GETLINK, attr_u32,
-                                  getaddr_dump, ifinfomsg, parse_attrs, rtattr_str)
+from netcfg.netlink.nlmsg import (IFA_ADDRESS, IFA_FLAGS, IFA_LOCAL, IFADDRMSG, attr_u32,
+                                  parse_attrs)
 
 # A privacy extension's address (RFC 8981), which ifupdown-ng skips
 # (`ip -6 addr show -temporary`): it changes daily, a tunnel's end must not.
@@ -98,13 +95,12 @@ def _address_of_device(obj: ConfigObject, session: KernelSession,
         return "", (f"{start}netns {obj.netns} does not exist yet, so {device} has no "
                     f"address to take the tunnel's local address from; write "
                     f"'tunnel-local ADDRESS'")
-    sock = session.socket(obj.netns)
-    index = _index_of(sock, device)
-    if index is None:
+    link = session.link_now(obj.netns, device)
+    if link is None:
         return "", (f"{start}there is no device {device} in {where} to take the tunnel's "
                     f"local address from (ifupdown-ng's executor fails on it too); write "
                     f"'tunnel-local ADDRESS' or name a device that has one")
-    address = first_address(sock, index, version)
+    address = first_address(session, obj.netns, link[0], version)
     if address is None:
         return "", (f"{start}{device} has no IPv{version} address now"
                     f"{' that is not temporary' if version == 6 else ''}, and the tunnel "
@@ -114,29 +110,13 @@ def _address_of_device(obj: ConfigObject, session: KernelSession,
     return address, ""
 
 
-def _index_of(sock: RtnlSocket, name: str) -> int | None:
-    """Equivalent to: `ip link show dev NAME` (its ifindex; None: no such device)."""
-    try:
-        _type, _flags, payload = sock.get(RTM_GETLINK, ifinfomsg() + rtattr_str(IFLA_IFNAME, name))
-    except NetlinkError as e:
-        if e.errno == errno.ENODEV:
-            return None
-        raise
-    return IFINFOMSG.unpack_from(payload)[2]
-
-
-def first_address(sock: RtnlSocket, index: int, version: int) -> str | None:
+def first_address(session: KernelSession, netns: str, index: int, version: int) -> str | None:
     """The device's first address of this IP version in the kernel's order,
     as `ip -4 addr show dev DEV` lists them; for IPv6 the first that is not
     temporary. Equivalent to ifupdown-ng's `ip -4 -brief addr show dev DEV` /
     `ip -6 addr show dev DEV -temporary | head -n1`."""
-    # Read whole before choosing: a dump left half-read would answer the
-    # socket's next request.
-    for _type, _flags, payload in list(sock.dump(RTM_GETADDR,
-                                                 getaddr_dump(_FAMILIES[version], index))):
-        family, _prefix, flags, _scope, owner = IFADDRMSG.unpack_from(payload)
-        if owner != index or family != _FAMILIES[version]:
-            continue   # a kernel that ignored the filter sends every device's
+    for payload in session.addresses_now(netns, index, _FAMILIES[version]):
+        _family, _prefix, flags, _scope, _index = IFADDRMSG.unpack_from(payload)
         attrs = parse_attrs(payload, IFADDRMSG.size, {IFA_ADDRESS, IFA_LOCAL, IFA_FLAGS})
         if IFA_FLAGS in attrs:   # the 32-bit flags, when the kernel sends them
             flags = attr_u32(attrs[IFA_FLAGS])

@@ -160,13 +160,9 @@ def up_now(keys: set[Key]) -> set[Key]:
 
     Equivalent to: `ip -n NETNS link show dev NAME` per key, its UP flag.
     """
-    import errno
-
-    from netcfg.kernel.nl import NetlinkError
     from netcfg.kernel.session import KernelSession
     from netcfg.model.model import ROOT_NETNS
-    from netcfg.netlink.nlmsg import (IFF_UP, IFINFOMSG, IFLA_IFNAME, RTM_GETLINK, ifinfomsg,
-                                      rtattr_str)
+    from netcfg.netlink.nlmsg import IFF_UP
 
     if not keys:
         return set()
@@ -175,16 +171,8 @@ def up_now(keys: set[Key]) -> set[Key]:
         existing = session.existing_namespaces() | {ROOT_NETNS}
         for key in sorted(keys):
             netns, name = key
-            if netns not in existing:
-                continue
-            try:
-                _type, _flags, payload = session.socket(netns).get(
-                    RTM_GETLINK, ifinfomsg() + rtattr_str(IFLA_IFNAME, name))
-            except NetlinkError as e:
-                if e.errno in (errno.ENODEV, errno.EINVAL):   # no such device / bad name
-                    continue
-                raise
-            if IFINFOMSG.unpack_from(payload)[3] & IFF_UP:
+            link = session.link_now(netns, name) if netns in existing else None
+            if link is not None and link[1] & IFF_UP:
                 found.add(key)
     return found
 

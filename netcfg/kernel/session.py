@@ -10,6 +10,7 @@ namespace (release_fds). Closing the session closes every fd it opened.
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import socket
@@ -17,15 +18,16 @@ from typing import Any, Callable, Collection, Iterable
 
 from netcfg.kernel.genl import NETLINK_GENERIC, GenlSockets
 from netcfg.kernel.genl_families import read_genl_state
-from netcfg.kernel.nl import RtnlSocket
+from netcfg.kernel.nl import NetlinkError, RtnlSocket
 from netcfg.kernel.ns import Netns, NetnsDir, NetnsError, NetnsSwitcher
 from netcfg.kernel.read import NamespaceState, netns_id, read_ifindexes, read_model
 from netcfg.model.errors import NetcfgError, UnknownDevice
 from netcfg.model.model import ROOT_NETNS, Model
 from netcfg.model.tags import NETNS_MARK
-from netcfg.netlink.nlmsg import (IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS, NETLINK_ROUTE, NETNSA_FD,
-                                  NETNSA_NSID, S32, RTEXT_FILTER_SKIP_STATS, RTM_GETLINK,
-                                  RTM_NEWLINK, RTM_NEWNSID, attr_str, ifinfomsg, parse_attrs,
+from netcfg.netlink.nlmsg import (IFADDRMSG, IFINFOMSG, IFLA_EXT_MASK, IFLA_IFALIAS,
+                                  IFLA_IFNAME, NETLINK_ROUTE, NETNSA_FD, NETNSA_NSID, S32,
+                                  RTEXT_FILTER_SKIP_STATS, RTM_GETADDR, RTM_GETLINK, RTM_NEWLINK,
+                                  RTM_NEWNSID, attr_str, getaddr_dump, ifinfomsg, parse_attrs,
                                   rtattr, rtattr_str, rtattr_u32)
 
 
@@ -266,6 +268,33 @@ class KernelSession:
             if state is None:
                 state = self.states[name] = NamespaceState(name)
             read_ifindexes(self.socket(name), state)
+
+    def link_now(self, netns: str, name: str) -> tuple[int, int] | None:
+        """(ifindex, IFF_* flags) of device ``name`` in ``netns`` as the kernel
+        has it now (not as last read); None when there is no such device.
+
+        Equivalent to: `ip -n NETNS link show dev NAME`.
+        """
+        try:
+            _type, _flags, payload = self.socket(netns).get(
+                RTM_GETLINK, ifinfomsg() + rtattr_str(IFLA_IFNAME, name))
+        except NetlinkError as e:
+            if e.errno in (errno.ENODEV, errno.EINVAL):   # no such device / not a name
+                return None
+            raise
+        _family, _type, index, flags, _change = IFINFOMSG.unpack_from(payload)
+        return index, flags
+
+    def addresses_now(self, netns: str, index: int, family: int) -> list[memoryview]:
+        """The RTM_NEWADDR payloads of one device and family in ``netns``, in
+        the kernel's order, filtered by the kernel (and here, for a kernel that
+        ignores the filter). Read whole: a dump left half-read would answer
+        the socket's next request.
+
+        Equivalent to: `ip -n NETNS -4|-6 address show dev NAME`.
+        """
+        dump = self.socket(netns).dump(RTM_GETADDR, getaddr_dump(family, index))
+        return [p for _t, _f, p in list(dump) if IFADDRMSG.unpack_from(p)[4] == index]
 
     def ifindex(self, netns: str, name: str) -> int:
         """The device's ifindex as last read; UnknownDevice when there is none."""
